@@ -1,0 +1,70 @@
+"""Tell DeepSpeed configs from Accelerate configs from everything else.
+
+Linting every JSON file of a repository must stay quiet about files that are not configs,
+so classification errs towards "other". Training-argument files (HF TrainingArguments,
+ms-swift, ...) borrow a few DeepSpeed key names (`gradient_accumulation_steps`, `fp16: true`)
+and must not be mistaken for DeepSpeed configs.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Keys that only a DeepSpeed config has at its top level.
+_DEEPSPEED_ONLY = frozenset({
+    "train_batch_size", "train_micro_batch_size_per_gpu", "zero_optimization", "steps_per_print",
+    "wall_clock_breakdown", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
+    "gradient_clipping", "bfloat16", "activation_checkpointing", "flops_profiler", "prescale_gradients",
+    "gradient_predivide_factor", "communication_data_type", "seq_parallel_communication_data_type",
+    "memory_breakdown", "dump_state", "tensorboard", "wandb", "csv_monitor", "comet", "comms_logger",
+    "aio", "data_efficiency", "autotuning", "elasticity", "amp", "sparse_attention", "nebula",
+    "compression_training", "curriculum_learning", "progressive_layer_drop", "hybrid_engine",
+    "checkpoint", "data_types", "torch_autocast", "compile", "tensor_parallel", "zero_optimization",
+    "gradient_allreduce_op", "managed_gradient_accumulation", "disable_allgather", "sparse_gradients",
+    "eigenvalue", "quantize_training", "graph_harvesting", "datastates_ckpt", "expert_parallel",
+    "weight_quantization", "timers", "dataloader_drop_last", "disable_python_gc",
+})
+# Keys DeepSpeed shares with training-argument files; they count only as object-valued sections.
+_SHARED_SECTIONS = frozenset({"fp16", "bf16", "optimizer", "scheduler", "pipeline"})
+# Keys that mark HF TrainingArguments-style files.
+_TRAINING_ARGS = frozenset({
+    "per_device_train_batch_size", "per_device_eval_batch_size", "learning_rate", "output_dir",
+    "num_train_epochs", "model_name_or_path", "do_train", "do_eval", "logging_steps", "save_steps",
+    "evaluation_strategy", "eval_strategy", "warmup_steps", "warmup_ratio", "lr_scheduler_type",
+    "max_steps", "seed", "overwrite_output_dir", "dataset", "model", "deepspeed",
+})
+_ACCELERATE_KEYS = frozenset({
+    "compute_environment", "distributed_type", "num_processes", "num_machines", "machine_rank",
+    "mixed_precision", "deepspeed_config", "fsdp_config", "main_training_function", "use_cpu",
+    "rdzv_backend", "same_network", "main_process_ip", "main_process_port", "gpu_ids", "downcast_bf16",
+})
+_DEEPSPEED_NAME = re.compile(r"(^|[^a-z])(ds|deepspeed|zero[0-3_]?|zero_?stage)", re.IGNORECASE)
+
+
+def _deepspeed_score(value: dict, filename: str) -> bool:
+    strong = sum(1 for key in value if key in _DEEPSPEED_ONLY)
+    strong += sum(1 for key in _SHARED_SECTIONS if isinstance(value.get(key), dict))
+    training = sum(1 for key in value if key in _TRAINING_ARGS)
+    if strong == 0:
+        # An empty object named like a DeepSpeed config is one (DeepSpeed would reject it).
+        return not value and bool(_DEEPSPEED_NAME.search(filename))
+    return strong > training
+
+
+def named_like_deepspeed(filename: str) -> bool:
+    return bool(_DEEPSPEED_NAME.search(filename.rsplit("/", 1)[-1]))
+
+
+def classify(filename: str, value, is_yaml: bool) -> str:
+    """Return "deepspeed", "accelerate" or "other" for a parsed top-level value."""
+    base = filename.rsplit("/", 1)[-1]
+    if not isinstance(value, dict):
+        # A JSON file named like a DeepSpeed config but holding a list or a scalar is a broken config.
+        if not is_yaml and _DEEPSPEED_NAME.search(base) and value is not None:
+            return "deepspeed"
+        return "other"
+    if sum(1 for key in value if key in _ACCELERATE_KEYS) >= 2 or "distributed_type" in value:
+        return "accelerate"
+    if _deepspeed_score(value, base):
+        return "deepspeed"
+    return "other"

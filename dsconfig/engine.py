@@ -1,0 +1,124 @@
+"""Lint files: read, classify, run the checks for the file's kind, locate every finding."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, NamedTuple
+
+from .document import Document
+from .findings import Finding
+
+TARGETS = ("deepspeed", "hf-trainer", "accelerate", "lightning")
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
+              ".pytest_cache", ".hypothesis", "site-packages"}
+
+
+class Options(NamedTuple):
+    target: str | None = None  # None: hf-trainer when the file holds "auto", else deepspeed
+    world_sizes: tuple[int, ...] | None = None
+    kind: str | None = None  # None: detect; "deepspeed" forces DeepSpeed rules on a JSON file
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for (missing path, unreadable file): exit code 2."""
+
+
+def collect(paths: Iterable[str]) -> list[str]:
+    """Expand folders into the config-looking files below them; keep explicit files as given."""
+    files: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(CONFIG_SUFFIXES))
+        elif os.path.exists(path):
+            files.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or directory")
+    return files
+
+
+def read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def decode(data: bytes) -> str:
+    """Text as DeepSpeed's `open(path)` and json.load see it: UTF-8, universal newlines.
+
+    Raises UnicodeDecodeError like they do.
+    """
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def lint_file(path: str, options: Options) -> list[Finding]:
+    data = read_bytes(path)
+    try:
+        text = decode(data)
+    except UnicodeDecodeError as error:
+        return undecodable(path, data, error)
+    return lint_text(text, path, options)
+
+
+def undecodable(path: str, data: bytes, error: UnicodeDecodeError) -> list[Finding]:
+    from . import detect
+    from .findings import LOAD
+    prefix = data[:error.start].decode("utf-8", errors="replace")
+    line = prefix.count("\n") + 1
+    column = len(prefix) - (prefix.rfind("\n") + 1) + 1
+    if detect.named_like_deepspeed(path) or path.endswith((".yaml", ".yml")):
+        finding = Finding("DS000", f"not UTF-8 text (byte 0x{data[error.start]:02x}): DeepSpeed's loader and "
+                                   "json.load both fail with UnicodeDecodeError", fails_in=LOAD)
+    else:
+        finding = Finding("DS005", "not UTF-8 text; not recognised as a config; skipped")
+        line, column = 1, 1
+    finding.file, finding.line, finding.column = path, line, column
+    return [finding]
+
+
+def lint_text(text: str, path: str, options: Options) -> list[Finding]:
+    if path.endswith((".yaml", ".yml")):
+        from .yaml_files import lint_yaml  # PyYAML is imported only for YAML inputs
+        return lint_yaml(text, path, options)
+    doc = Document(path, text)
+    doc.kind = options.kind or _classify(doc)
+    if doc.kind == "deepspeed":
+        from .deepspeed.check import lint_deepspeed
+        findings = lint_deepspeed(doc, options)
+    else:
+        from .other import lint_other
+        findings = lint_other(doc)
+    return place(doc, findings)
+
+
+def _classify(doc: Document) -> str:
+    from . import detect
+    if doc.scan is not None:
+        return detect.classify(doc.path, doc.hjson_value, is_yaml=False)
+    if doc.json_error is None:
+        return detect.classify(doc.path, doc.json_value, is_yaml=False)
+    # Unreadable by both loaders: a DeepSpeed-looking name gets the load error reported.
+    return "deepspeed" if detect.named_like_deepspeed(doc.path) else "other"
+
+
+def place(doc: Document, findings: list[Finding]) -> list[Finding]:
+    """Fill in file, line and column, then sort."""
+    for finding in findings:
+        finding.file = doc.path
+        if finding.offset is not None:
+            finding.line, finding.column = doc.position(finding.offset)
+        else:
+            finding.line, finding.column = doc.locate(finding.pointer, finding.on_key)
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def lint_paths(paths: Iterable[str], options: Options) -> list[Finding]:
+    findings: list[Finding] = []
+    for path in collect(paths):
+        findings.extend(lint_file(path, options))
+    return findings

@@ -1,0 +1,98 @@
+"""What a check reports: one Finding per problem, located by JSON pointer.
+
+Checks never compute line numbers. They name a JSON pointer into the document and the
+engine turns it into file, line and column, so the same check works on JSON and YAML.
+"""
+
+from __future__ import annotations
+
+# Where the real tool would stop with an exception. None means it stays silent.
+LOAD = "load"  # reading the file (hjson / json.load), duplicate keys, removed blocks
+PARSE = "parse"  # DeepSpeedConfig(...): pydantic sections, batch arithmetic, P1 checks
+INITIALIZE = "initialize"  # deepspeed.initialize / engine / ZeRO / Trainer / prepare()
+LAUNCH = "launch"  # accelerate launch (Accelerate YAML files)
+PHASES = (LOAD, PARSE, INITIALIZE, LAUNCH)
+
+SEVERITIES = ("error", "warning", "info")
+
+
+class Finding:
+    """One problem in one file.
+
+    `fix` is the suggested replacement text (JSON) for the value at `pointer`, or None.
+    `on_key` points the location at the key instead of its value (unknown keys, duplicates);
+    `fix` then replaces the key. `offset` locates findings about raw text (syntax errors).
+    """
+
+    __slots__ = (
+        "code", "message", "pointer", "fails_in", "world_size", "fix", "on_key", "offset",
+        "file", "line", "column",
+    )
+
+    def __init__(self, code: str, message: str, pointer: str = "", *, fails_in: str | None = None,
+                 world_size: int | None = None, fix: str | None = None, on_key: bool = False,
+                 offset: int | None = None):
+        assert fails_in is None or fails_in in PHASES, fails_in
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+        self.fails_in = fails_in
+        self.world_size = world_size
+        self.fix = fix
+        self.on_key = on_key
+        self.offset = offset  # a text offset, for findings about syntax rather than a value
+        self.file = ""
+        self.line = 1
+        self.column = 1
+
+    @property
+    def rule(self):
+        from .rules import RULES
+        return RULES[self.code]
+
+    @property
+    def severity(self) -> str:
+        return self.rule.severity
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    def sort_key(self):
+        return (self.file, self.line, self.column, self.code, self.world_size or 0, self.message)
+
+    def as_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "pointer": self.pointer,
+            "world_size": self.world_size,
+            "fails_in": self.fails_in,
+            "fix": self.fix,
+        }
+
+    def __repr__(self):
+        where = f" @{self.world_size}" if self.world_size is not None else ""
+        return f"<{self.code} {self.pointer or '/'}{where} {self.fails_in or '-'}: {self.message}>"
+
+
+def pointer_join(base: str, token) -> str:
+    """Append one reference token to a JSON pointer (RFC 6901 escaping)."""
+    text = str(token).replace("~", "~0").replace("/", "~1")
+    return f"{base}/{text}"
+
+
+def pointer_tokens(pointer: str) -> list[str]:
+    if not pointer:
+        return []
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+
+
+def dotted(pointer: str) -> str:
+    """`/zero_optimization/offload_param/device` -> `zero_optimization.offload_param.device`."""
+    return ".".join(pointer_tokens(pointer)) or "(top level)"
