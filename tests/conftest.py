@@ -1,0 +1,29 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def corpus_files(kind: str | None = None) -> list[tuple[Path, str]]:
+    """(path, kind) for every corpus file listed in MANIFEST.tsv; empty when the corpus is absent."""
+    manifest = CORPUS / "MANIFEST.tsv"
+    if not manifest.exists():
+        return []
+    rows = []
+    for line in manifest.read_text().splitlines()[1:]:
+        parts = line.split("\t")
+        if len(parts) >= 5 and (kind is None or parts[4] == kind):
+            rows.append((CORPUS / parts[0], parts[4]))
+    return rows
+
+
+@pytest.fixture
+def corpus():
+    if not (CORPUS / "MANIFEST.tsv").exists():
+        pytest.skip("../shared/corpus is not available")
+    return corpus_files()
