@@ -1,0 +1,1 @@
+"""Everything about DeepSpeed's own ds_config.json: schema, parsing emulation, rules."""

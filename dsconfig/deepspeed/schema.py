@@ -1,0 +1,118 @@
+"""The generated DeepSpeed JSON Schema: loaded once, plus the lookups the validator needs.
+
+schemas/deepspeed.schema.json is produced by scripts/build_schema.py from the real DeepSpeed
+models; it is the single source of truth for keys, types, defaults, aliases and deprecations.
+Stdlib only: this module is on the lint path.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+SCHEMA_FILE = "deepspeed.schema.json"
+
+
+def schema_path() -> Path:
+    """Installed wheels carry dsconfig/schemas; a source checkout keeps schemas/ at the top."""
+    here = Path(__file__).resolve()
+    for folder in (here.parent.parent / "schemas", here.parents[2] / "schemas"):
+        candidate = folder / SCHEMA_FILE
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{SCHEMA_FILE} not found next to the dsconfig package or in the source tree")
+
+
+@lru_cache(maxsize=1)
+def load() -> dict:
+    with open(schema_path(), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def root() -> dict:
+    return load()
+
+
+def deepspeed_version() -> str:
+    return load().get("x-deepspeed-version", "")
+
+
+def property_of(obj: dict, key: str) -> dict | None:
+    """The schema of `key` inside an object schema (looking through anyOf branches)."""
+    branch = object_branch(obj)
+    if branch is None:
+        return None
+    return branch.get("properties", {}).get(key)
+
+
+def object_branch(node: dict) -> dict | None:
+    """The part of a property schema that describes an object with properties."""
+    if not isinstance(node, dict):
+        return None
+    if "properties" in node or "x-deepspeed-model" in node:
+        return node
+    for branch in node.get("anyOf", ()):
+        if isinstance(branch, dict) and ("properties" in branch or "x-deepspeed-model" in branch):
+            return branch
+    return None
+
+
+def model_branch(node: dict) -> dict | None:
+    """The pydantic model schema inside a property schema, or None for loose sections."""
+    branch = object_branch(node)
+    if branch is not None and "x-deepspeed-model" in branch:
+        return branch
+    return None
+
+
+def model_name(model: dict) -> str:
+    return model["x-deepspeed-model"]["class"].rsplit(".", 1)[-1]
+
+
+def is_strict(model: dict) -> bool:
+    return model.get("x-deepspeed-model", {}).get("extra") == "forbid"
+
+
+def removed_message(obj: dict, key: str) -> str | None:
+    prop = property_of(obj, key)
+    return prop.get("x-deepspeed-removed") if prop else None
+
+
+def known_keys(obj: dict) -> list[str]:
+    """Keys a user may write in this object (removed ones excluded)."""
+    branch = object_branch(obj) or {}
+    return [k for k, v in branch.get("properties", {}).items() if "x-deepspeed-removed" not in v]
+
+
+def accepted_kinds(prop: dict) -> tuple[set[str], list] | None:
+    """JSON types a loose property accepts (+ allowed constants), or None when it takes anything."""
+    kinds: set[str] = set()
+    consts: list = []
+    open_ended = _collect(prop, kinds, consts)
+    if open_ended or (not kinds and not consts):
+        return None
+    return kinds, consts
+
+
+def _collect(node: dict, kinds: set, consts: list) -> bool:
+    """Gather type names and constants; True when some branch accepts anything."""
+    typed = False
+    kind = node.get("type")
+    if isinstance(kind, str):
+        kinds.add(kind)
+        typed = True
+    elif isinstance(kind, list):
+        kinds.update(kind)
+        typed = True
+    if "const" in node:
+        consts.append(node["const"])
+        typed = True
+    if "enum" in node and not typed:
+        consts.extend(node["enum"])
+        typed = True
+    branches = node.get("anyOf")
+    if branches:
+        open_ended = [_collect(b, kinds, consts) for b in branches]  # visit every branch
+        return any(open_ended)
+    return not typed and "not" not in node
