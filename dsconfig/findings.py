@@ -87,6 +87,14 @@ def pointer_join(base: str, token) -> str:
     return f"{base}/{text}"
 
 
+def pointer_from(tokens) -> str:
+    """A JSON pointer from its reference tokens."""
+    pointer = ""
+    for token in tokens:
+        pointer = pointer_join(pointer, token)
+    return pointer
+
+
 def pointer_tokens(pointer: str) -> list[str]:
     if not pointer:
         return []

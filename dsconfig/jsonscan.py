@@ -551,8 +551,10 @@ class _Scanner:
             key = text[p:q].rstrip()  # hjson: str.rstrip() removes any Unicode whitespace here
         else:
             self.fail("Found whitespace in your key name (use quotes to include)", ws.end() - 1, level + 1)
-        self.notes.append(Note("unquoted-key", p, p + len(key), obj_ptr + "/" + _pointer_token(key)))
-        return key, p, p + len(key), q
+        # The token keeps at least one character, so a key stripped down to "" stays locatable.
+        end = p + max(len(key), 1)
+        self.notes.append(Note("unquoted-key", p, end, obj_ptr + "/" + _pointer_token(key)))
+        return key, p, end, q
 
     # -- scalars -----------------------------------------------------------------------------
 

@@ -93,7 +93,9 @@ def check_invariants(text: str, result) -> None:
             assert 0 <= span.key_start < span.key_end <= span.start
             token = text[span.key_start:span.key_end]
             if token[0] not in "\"'":
-                assert token == ptr.rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
+                key = ptr.rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
+                # hjson rstrip()s quoteless keys; a key stripped to "" keeps a one-character token
+                assert token == key or (key == "" and len(token) == 1 and token.isspace())
         braceless = ptr == "" and any(note.kind in ("braceless-root", "empty-document") for note in result.notes)
         if isinstance(value, (dict, list)) and not braceless:
             assert text[span.start] == ("{" if isinstance(value, dict) else "[")

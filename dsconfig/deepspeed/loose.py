@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from typing import Callable
 
 from ..findings import INITIALIZE, PARSE, Finding, dotted, pointer_join
+from ..values import describe, to_json
 
 
 class DeepSpeedConfigError(Exception):
@@ -132,25 +132,6 @@ def _ptr(*tokens) -> str:
     return pointer
 
 
-def _kind(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _json(value) -> str:
-    return json.dumps(value)
-
 
 def _quoted_bool(value):
     """True/False for the strings "true"/"false" (any case, padded), else None."""
@@ -189,7 +170,7 @@ def _truthy_traps(report, section_path: str, section: dict):
         report.note("DS410", pointer,
                     f"{dotted(pointer)} is the string {section[key]!r}, not a boolean: DeepSpeed does not convert "
                     f"it, and any non-empty string, \"false\" included, counts as true",
-                    fix=_json(as_bool))
+                    fix=to_json(as_bool))
 
 
 def _as_object(report, value, key_path: str, operation: Callable, fix_value=None):
@@ -197,7 +178,7 @@ def _as_object(report, value, key_path: str, operation: Callable, fix_value=None
     that crashes. Returns normally only when DeepSpeed would continue."""
     pointer = _ptr(*key_path.split("/"))
     fix = _empty_section_fix(value) if fix_value is None else fix_value
-    _run(report, "DS605", pointer, f"{dotted(pointer)} must be an object, not {_kind(value)}", operation, fix=fix)
+    _run(report, "DS605", pointer, f"{dotted(pointer)} must be an object, not {describe(value)}", operation, fix=fix)
     return pointer
 
 
@@ -219,14 +200,14 @@ def _communication_dtypes(config, resolved, report):
     for key, default in (("communication_data_type", None), ("seq_parallel_communication_data_type", "fp32")):
         value = config.get(key, default)
         pointer = "/" + key
-        lowered = _run(report, "DS406", pointer, f"{key} must be a string (fp16, bf16 or fp32), not {_kind(value)}",
+        lowered = _run(report, "DS406", pointer, f"{key} must be a string (fp16, bf16 or fp32), not {describe(value)}",
                        lambda: value.lower() if value is not None else value, stop=False)
         if lowered is _FAILED or lowered is None or lowered in COMM_DTYPES:
             continue
         fix = _COMM_DTYPE_ALIASES.get(lowered.strip()) or _closest(lowered, COMM_DTYPES)
         report.crash("DS406", pointer, ValueError(COMM_DTYPE_ERROR.format(lowered)),
                      f"{key} {value!r} is not fp16, bf16 or fp32 (DeepSpeed lower-cases it, nothing more)",
-                     fix=_json(fix) if fix else None)
+                     fix=to_json(fix) if fix else None)
 
 
 def _gradient_allreduce_op(config, report):
@@ -242,7 +223,7 @@ def _gradient_allreduce_op(config, report):
     fix = fix or _closest(value, ALLREDUCE_OPS)
     report.crash("DS407", "/gradient_allreduce_op", error,
                  "gradient_allreduce_op must be \"mean\" or \"sum\" (case-insensitive)",
-                 fix=_json(fix) if fix else None)
+                 fix=to_json(fix) if fix else None)
     return None
 
 
@@ -304,7 +285,7 @@ def _torch_autocast(config, resolved, report):
             report.crash("DS409", "/torch_autocast/dtype", ValueError(f"{value!r} is not a valid DtypeEnum"),
                          "torch_autocast.dtype must be one of bf16, bfloat16, fp16, float16, half, fp32, float32, "
                          "float, int8 (or the torch.* spelling), case-sensitive",
-                         fix=_json(fix) if fix else None)
+                         fix=to_json(fix) if fix else None)
 
     key = "lower_precision_safe_modules"
     if key in section:
@@ -321,7 +302,7 @@ def _torch_autocast(config, resolved, report):
             report.note("DS409", pointer,
                         f"{why}; DeepSpeed accepts a string here and iterates over its characters, so "
                         "importing the module names fails when autocast starts",
-                        fix=_json([modules]),
+                        fix=to_json([modules]),
                         fails_in=INITIALIZE if enabled else None)
 
 
@@ -332,12 +313,12 @@ def _optimizer(config, resolved, report):
     if "optimizer" not in config.keys():
         return
     section = config["optimizer"]
-    fix = _json({"type": section}) if isinstance(section, str) and section else None
+    fix = to_json({"type": section}) if isinstance(section, str) and section else None
     _as_object(report, section, "optimizer", lambda: "type" in section.keys(), fix_value=fix)
     _truthy_traps(report, "optimizer", section)
     name = section["type"] if "type" in section.keys() else None
     if name is not None:
-        _run(report, "DS500", "/optimizer/type", f"optimizer.type must be a string, not {_kind(name)}",
+        _run(report, "DS500", "/optimizer/type", f"optimizer.type must be a string, not {describe(name)}",
              lambda: name.lower() in DEEPSPEED_OPTIMIZERS, stop=False)
     if name is None:
         if "params" in section.keys():
@@ -350,12 +331,12 @@ def _optimizer(config, resolved, report):
     params = section["params"]
     if params is None:
         return
-    has_norm = _run(report, "DS605", "/optimizer/params", f"optimizer.params must be an object, not {_kind(params)}",
+    has_norm = _run(report, "DS605", "/optimizer/params", f"optimizer.params must be an object, not {describe(params)}",
                     lambda: "max_grad_norm" in params.keys(), fix=_empty_section_fix(params))
     if has_norm:
         norm = params["max_grad_norm"]
         _run(report, "DS605", "/optimizer/params/max_grad_norm",
-             f"optimizer.params.max_grad_norm must be a number, not {_kind(norm)} (DeepSpeed compares it with 0)",
+             f"optimizer.params.max_grad_norm must be a number, not {describe(norm)} (DeepSpeed compares it with 0)",
              lambda: norm > 0)
 
 
@@ -365,7 +346,7 @@ def _scheduler(config, resolved, report):
     if "scheduler" not in config.keys():
         return
     section = config["scheduler"]
-    fix = _json({"type": section}) if isinstance(section, str) and section else None
+    fix = to_json({"type": section}) if isinstance(section, str) and section else None
     _as_object(report, section, "scheduler", lambda: "type" in section.keys(), fix_value=fix)
 
 
@@ -391,13 +372,13 @@ def _flops_and_wall_clock(config, resolved, report):
     flops_bad = _raises(lambda: False | enabled)
     if wall_bad or not flops_bad:
         report.crash("DS411", "/wall_clock_breakdown", combined,
-                     f"wall_clock_breakdown must be true or false, not {_kind(wall_clock)} (DeepSpeed combines it "
+                     f"wall_clock_breakdown must be true or false, not {describe(wall_clock)} (DeepSpeed combines it "
                      "with flops_profiler.enabled using the bitwise `|`)",
                      fix=_bool_fix(wall_clock))
     if flops_bad:
         error = flops_bad if wall_bad else combined
         report.crash("DS411", "/flops_profiler/enabled", error,
-                     f"flops_profiler.enabled must be true or false, not {_kind(enabled)} (DeepSpeed combines it "
+                     f"flops_profiler.enabled must be true or false, not {describe(enabled)} (DeepSpeed combines it "
                      "with wall_clock_breakdown using the bitwise `|`)",
                      fix=_bool_fix(enabled))
 
@@ -414,7 +395,7 @@ def _bool_fix(value):
     """A quoted boolean becomes the boolean; "auto" and null become the default, false."""
     as_bool = _quoted_bool(value)
     if as_bool is not None:
-        return _json(as_bool)
+        return to_json(as_bool)
     return "false" if value is None or value == "auto" else None
 
 
@@ -430,7 +411,7 @@ def _autotuning(config, resolved, report):
         if not section.get(key, default):
             report.crash("DS603", "/autotuning/" + key, AssertionError(f"{key} cannot be empty"),
                          f"autotuning.{key} is {section.get(key)!r}; it must be a non-empty path (or left out "
-                         f"for the default {default!r})", fix=_json(default))
+                         f"for the default {default!r})", fix=to_json(default))
     if "model_info" in section and section["model_info"] is not None:
         info = section["model_info"]
         _as_object(report, info, "autotuning/model_info", lambda: info.get("profile", False))
@@ -497,7 +478,7 @@ def _dynamic_batching(sampling, report):
     def to_int(key):
         value = batching[key]
         _run(report, "DS602", pointer_join(pointer, key),
-             f"{dotted(pointer)}.{key} must be an integer, not {_kind(value)}", lambda: int(value), stop=False,
+             f"{dotted(pointer)}.{key} must be an integer, not {describe(value)}", lambda: int(value), stop=False,
              fix=_int_fix(value))
     if "min_batch_size" in batching:
         to_int("min_batch_size")
@@ -519,7 +500,7 @@ def _int_fix(value):
             number = float(value)
         except ValueError:
             return None
-        return _json(int(number)) if number.is_integer() else None
+        return to_json(int(number)) if number.is_integer() else None
     return None
 
 
@@ -555,12 +536,12 @@ def _tag_validation(section, report):
     value = section.get("tag_validation", "WARN")
     pointer = "/checkpoint/tag_validation"
     why = "checkpoint.tag_validation must be \"Warn\", \"Ignore\" or \"Fail\" (case-insensitive)"
-    mode = _run(report, "DS601", pointer, f"{why}, not {_kind(value)}", lambda: value.upper())
+    mode = _run(report, "DS601", pointer, f"{why}, not {describe(value)}", lambda: value.upper())
     if mode not in TAG_VALIDATION_MODES:
         fix = _closest(mode, TAG_VALIDATION_MODES)
         report.crash("DS601", pointer, DeepSpeedConfigError(
             f"Checkpoint config contains invalid tag_validation value of {mode}, expecting one of "
-            f"{TAG_VALIDATION_MODES}"), why, fix=_json(fix) if fix else None)
+            f"{TAG_VALIDATION_MODES}"), why, fix=to_json(fix) if fix else None)
 
 
 @_section
@@ -573,8 +554,8 @@ def _parallel_write(section, report):
     as_bool = _quoted_bool(value)
     report.crash("DS601", "/checkpoint/parallel_write/pipeline_stage", DeepSpeedConfigError(
         f"checkpoint::parallel_write::pipeline_stage value of '{value}' is invalid, expecting: true or false"),
-        f"checkpoint.parallel_write.pipeline_stage must be true or false, not {_kind(value)}",
-        fix=_json(as_bool) if as_bool is not None else None)
+        f"checkpoint.parallel_write.pipeline_stage must be true or false, not {describe(value)}",
+        fix=to_json(as_bool) if as_bool is not None else None)
 
 
 @_section
@@ -592,14 +573,14 @@ def _writer(section, report):
         pointer = "/checkpoint/writer/" + key
         choices = WRITER_VALID_VALUES[key]
         why = f"checkpoint.writer.{key} must be one of {', '.join(c.lower() for c in choices)} (case-insensitive)"
-        upper = _run(report, "DS601", pointer, f"{why}, not {_kind(value)}",
+        upper = _run(report, "DS601", pointer, f"{why}, not {describe(value)}",
                      lambda: value if value is None else value.upper(), stop=False)
         if upper is _FAILED or upper is None or upper in choices:
             continue
         fix = _closest(upper, choices)
         report.crash("DS601", pointer, AssertionError(
             f"writer contains invalid value {upper} for {key}, expecting one of {choices}"),
-            why, fix=_json(fix.lower()) if fix else None)
+            why, fix=to_json(fix.lower()) if fix else None)
 
 
 @_section
@@ -609,7 +590,7 @@ def _data_types(config, resolved, report):
     _as_object(report, section, "data_types", lambda: section.get("grad_accum_dtype", None))
     value = section.get("keep_in_fp32_modules", "auto")
     if value != "auto" and not (isinstance(value, list) and all(isinstance(n, str) for n in value)):
-        fix = _json([value]) if isinstance(value, str) and value.strip().lower() not in ("", "none") else None
+        fix = to_json([value]) if isinstance(value, str) and value.strip().lower() not in ("", "none") else None
         report.crash("DS408", "/data_types/keep_in_fp32_modules", DeepSpeedConfigError(
             f"data_types.keep_in_fp32_modules must be \"auto\" or a list of name patterns, got {value!r}"),
             "data_types.keep_in_fp32_modules must be \"auto\" or a list of module-name patterns ([] keeps "
@@ -636,7 +617,7 @@ def _datastates(config, resolved, report):
     if not _looks_off(value):
         return  # a block that does not try to disable itself: DataStates is wanted
     report.note("DS110", "/datastates_ckpt",
-                f"datastates_ckpt is {_kind(value)}: DeepSpeed enables DataStates checkpointing whenever the "
+                f"datastates_ckpt is {describe(value)}: DeepSpeed enables DataStates checkpointing whenever the "
                 "key is present and not literally false (null, {} and {\"enabled\": false} all enable it)",
                 fix="false")
 
@@ -727,7 +708,7 @@ def _warning_check(config, report):
     value = config.get("vocabulary_size", None)
     if not value:
         return
-    misaligned = _run(report, "DS605", "/vocabulary_size", f"vocabulary_size must be an integer, not {_kind(value)}",
+    misaligned = _run(report, "DS605", "/vocabulary_size", f"vocabulary_size must be an integer, not {describe(value)}",
                       lambda: bool(value % TENSOR_CORE_ALIGN_SIZE != 0), stop=False, fix=_int_fix(value))
     if misaligned is True:
         report.note("DS607", "/vocabulary_size",

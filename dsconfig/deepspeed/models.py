@@ -14,13 +14,13 @@ Stdlib only, and it never raises: odd input becomes findings.
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import math
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..findings import PARSE, Finding, dotted, pointer_join
+from ..values import closest, is_auto, json_type, to_json
 from . import schema as _schema
 
 
@@ -64,6 +64,12 @@ class _Context:
     def add(self, code, message, pointer, **kwargs):
         self.findings.append(Finding(code, message, pointer, **kwargs))
 
+    def reject(self, exc: "_Reject", pointer: str, fix=None):
+        """A pydantic-style rejection, prefixed with where it is so the line reads on its own."""
+        where = exc.pointer or pointer
+        self.add(exc.code, f"`{dotted(where)}`: {exc.message}", where, fails_in=PARSE,
+                 fix=exc.fix if fix is None else fix)
+
 
 def _section(key: str) -> dict:
     return _schema.model_branch(_schema.property_of(_schema.root(), key))
@@ -98,7 +104,7 @@ def _check_pydantic_sections(config: dict, ctx: _Context) -> None:
         model = _section(key)
         pointer = "/" + key
         value = config.get(key, {})
-        if _is_auto(value):
+        if is_auto(value):
             ctx.auto_dropped.append(pointer)
             value = {}
         ctx.resolved[key] = _nested(model, value, pointer, ctx)
@@ -143,11 +149,11 @@ def _timers(config: dict, ctx: _Context):
             if "throughput" in timers:
                 data = timers["throughput"]
         except Exception as error:
-            ctx.add("DS605", f"`timers` must be an object, not {_kind_name(timers)}: DeepSpeed raises "
+            ctx.add("DS605", f"`timers` must be an object, not {json_type(timers)}: DeepSpeed raises "
                     f"{type(error).__name__}: {error}", "/timers", fails_in=PARSE, fix="{}")
             return None
         if not isinstance(timers, dict):
-            ctx.add("DS109", f"`timers` should be object, got {_kind_name(timers)} {_json(timers)}; DeepSpeed "
+            ctx.add("DS109", f"`timers` should be object, got {json_type(timers)} {to_json(timers)}; DeepSpeed "
                     "ignores it and keeps the default throughput timer", "/timers")
     values = _call(model, data, "/timers/throughput", ctx)
     return None if values is None else {"throughput": values}
@@ -156,14 +162,13 @@ def _timers(config: dict, ctx: _Context):
 def _call(model: dict, data, pointer: str, ctx: _Context, key_pointers=None):
     """`Model(**data)`: anything but a mapping is a TypeError before pydantic runs."""
     if not isinstance(data, dict):
-        name = _schema.model_name(model)
         fix = None
         if isinstance(data, bool) and "enabled" in _schema.known_keys(model):
             fix = json.dumps({"enabled": data})
         elif data is None:
             fix = "{}"
         qualified = model["x-deepspeed-model"]["class"]
-        ctx.add("DS605", f"`{dotted(pointer)}` must be an object, not {_kind_name(data)}: DeepSpeed raises "
+        ctx.add("DS605", f"`{dotted(pointer)}` must be an object, not {json_type(data)}: DeepSpeed raises "
                 f"TypeError: {qualified}() argument after ** must be a mapping, not {_pytype(data)}", pointer,
                 fails_in=PARSE, fix=fix)
         return None
@@ -243,7 +248,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
     for key, value in data.items():
         if key == "strict":
             continue
-        if not strict and _is_auto(value) and key != "replace_method":
+        if not strict and is_auto(value) and key != "replace_method":
             ctx.auto_dropped.append(where(key))
             continue
         items[key] = value
@@ -253,7 +258,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
         for validator in _validators(model, "model", "before"):
             items = validator(items)
     except _Reject as exc:
-        ctx.add(exc.code, exc.message, pointer, fails_in=PARSE)
+        ctx.reject(exc, pointer)
         return None
 
     fields, removed = _fields(model)
@@ -272,7 +277,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
             failed = True  # the nested model recorded its own findings
         except _Reject as exc:
             failed = True
-            ctx.add(exc.code, exc.message, exc.pointer or where(key), fails_in=PARSE, fix=exc.fix)
+            ctx.reject(exc, where(key))
 
     # Keys no field took: with populate_by_name the alias wins and the bare name becomes extra.
     for key in items:
@@ -305,7 +310,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
         try:
             values = validator(values, given, where)
         except _Reject as exc:
-            ctx.add(exc.code, exc.message, exc.pointer or pointer, fails_in=PARSE, fix=exc.fix)
+            ctx.reject(exc, pointer)
             return None
 
     if not _migrate_deprecated(fields, values, given, where, ctx):
@@ -342,8 +347,8 @@ def _validate_field(model: dict, field: _Field, value, pointer: str, ctx: _Conte
     result = _validate(field.desc, value, pointer, field.prop, ctx)
     _check_constraints(result, field.constraints, pointer)
     if _coerced(original, result):
-        text = _json(result)
-        ctx.add("DS106", f"DeepSpeed converts {_json(original)} to {text} for `{dotted(pointer)}`; write {text}",
+        text = to_json(result)
+        ctx.add("DS106", f"DeepSpeed converts {to_json(original)} to {text} for `{dotted(pointer)}`; write {text}",
                 pointer, fix=text)
     return result
 
@@ -416,7 +421,7 @@ def _nested(model: dict, value, pointer: str, ctx: _Context, raise_reject=False)
             if not isinstance(data, dict):
                 raise _Reject(f"Input should be a valid dictionary or instance of {name}" + _got(value))
         except _Reject as exc:
-            ctx.add(exc.code, exc.message, pointer, fails_in=PARSE, fix=exc.fix)
+            ctx.reject(exc, pointer)
             result = None
         else:
             result = _build(model, data, pointer, ctx)
@@ -824,7 +829,7 @@ def _check_type(value, prop: dict, pointer: str, ctx: _Context) -> None:
     if _json_kinds(value) & kinds:
         return
     expected = " or ".join(sorted(kinds) + [json.dumps(c) for c in consts if c is not None])
-    ctx.add("DS109", f"`{dotted(pointer)}` should be {expected}, got {_kind_name(value)} {_json(value)}; "
+    ctx.add("DS109", f"`{dotted(pointer)}` should be {expected}, got {json_type(value)} {to_json(value)}; "
             f"DeepSpeed does not check it while parsing", pointer)
 
 
@@ -850,15 +855,12 @@ def _json_kinds(value) -> set[str]:
 # small helpers
 # ---------------------------------------------------------------------------------------------
 
-def _is_auto(value) -> bool:
-    return isinstance(value, str) and value == "auto"
-
 
 def _did_you_mean(key, candidates):
-    match = difflib.get_close_matches(str(key), [c for c in candidates if c != "$schema"], n=1, cutoff=0.7)
-    if not match:
+    match = closest(key, [c for c in candidates if c != "$schema"])
+    if match is None:
         return "", None
-    return f"; did you mean `{match[0]}`?", json.dumps(match[0])
+    return f"; did you mean `{match}`?", to_json(match)
 
 
 def _case_fix(value, choices):
@@ -880,24 +882,11 @@ def _number(value) -> str:
     return str(value)
 
 
-def _json(value) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
 
 def _got(value) -> str:
-    text = _json(value)
+    text = to_json(value)
     return f" (got {text if len(text) <= 60 else text[:57] + '...'})"
 
-
-def _kind_name(value) -> str:
-    kinds = _json_kinds(value)
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if name in kinds:
-            return name
-    return type(value).__name__
 
 
 def _pytype(value) -> str:
