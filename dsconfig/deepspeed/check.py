@@ -1,0 +1,136 @@
+"""Lint one DeepSpeed config: the phases DeepSpeed goes through, then what it stays silent about.
+
+Order mirrors DeepSpeed: load (hjson or json.load, duplicate keys, removed blocks), parse
+(`DeepSpeedConfig`: pydantic sections, loose getters, batch arithmetic), initialize (engine,
+optimizer, scheduler). Unlike DeepSpeed, every phase runs and every problem is reported.
+"""
+
+from __future__ import annotations
+
+from ..findings import LOAD, PARSE, Finding, pointer_join, pointer_tokens
+from ..values import describe
+from . import batch, schema, syntax, target as targets
+from .initialize import check_initialize
+from .loose import check_loose
+from .models import check_sections
+
+
+def default_target(doc) -> str:
+    value = doc.hjson_value if doc.scan is not None else doc.json_value
+    return "hf-trainer" if targets.auto_pointers(value) else "deepspeed"
+
+
+def lint_deepspeed(doc, options) -> list[Finding]:
+    target = options.target or default_target(doc)
+    findings = syntax.load_findings(doc, target)
+    config = doc.value_for(target)
+    if config is None and doc.scan is not None:
+        config = doc.hjson_value  # the target's loader failed (DS000); lint what DeepSpeed would read
+    if config is None and doc.json_error is None:
+        config = doc.json_value
+    if config is None and (doc.scan is None and doc.json_error is not None):
+        return findings
+    if not isinstance(config, dict):
+        findings.append(Finding("DS004", f"the top level is {describe(config)}, not an object: DeepSpeed fails before "
+                                         "reading any setting", "", fails_in=LOAD))
+        return findings
+    findings.extend(removed_keys(config))
+    written = doc.json_value if doc.json_error is None else None
+    findings.extend(config_findings(config, target, options.world_sizes, written))
+    return _dedupe(findings)
+
+
+def config_findings(config: dict, target: str, world_sizes, written=None) -> list[Finding]:
+    """Everything after loading, for a config dict as the target hands it to DeepSpeed."""
+    sections = check_sections(config)
+    findings = list(sections.findings)
+    findings.extend(check_loose(config, sections.resolved))
+    findings.extend(check_batch(config, target, world_sizes, written))
+    already = {f.pointer for f in findings if f.fails_in in (LOAD, PARSE)}
+    findings.extend(targets.check_targets(config, target, set(sections.auto_dropped), fill_targets,
+                                          default_at, already))
+    findings.extend(check_initialize(config, sections.resolved, target))
+    return findings
+
+
+def check_batch(config: dict, target: str, world_sizes, written=None) -> list[Finding]:
+    filled = targets.batch_filled(config, target, fill_targets)
+    view = config
+    if target == "lightning":
+        if batch.MBS not in config:
+            return []  # Lightning takes the micro batch from the DataLoader: nothing to check statically
+        # Lightning writes accumulate_grad_batches (1 unless the script passes it) into the config.
+        view = dict(config)
+        view.setdefault(batch.GAS, 1)
+    findings = batch.world_independent(view, filled) + batch.check_types(config, filled, written)
+    if world_sizes:
+        for size in world_sizes:
+            findings.extend(batch.check_world_size(view, size, filled))
+    else:
+        findings.extend(batch.check_without_world_size(view, filled))
+    micro = config.get(batch.MBS)
+    if micro == 1 and isinstance(micro, int) and batch.MBS not in filled:
+        findings.append(Finding("DS205", f"{batch.MBS} is 1: each GPU sees one sample per step; BatchNorm layers fail "
+                                         "with \"Expected more than 1 value per channel when training\"",
+                                batch.POINTER[batch.MBS]))
+    return findings
+
+
+def property_at(pointer: str) -> dict | None:
+    """The schema of the value at `pointer` (None for keys the schema does not know)."""
+    node = schema.root()
+    for token in pointer_tokens(pointer):
+        node = schema.property_of(node, token)
+        if node is None:
+            return None
+    return node
+
+
+def fill_targets(pointer: str) -> frozenset:
+    """Targets that replace an "auto" at `pointer` before DeepSpeed sees it."""
+    prop = property_at(pointer)
+    return frozenset(prop.get("x-dsconfig-fill", ())) if prop else frozenset()
+
+
+def default_at(pointer: str):
+    prop = property_at(pointer)
+    return prop.get("default") if prop else None
+
+
+def _removed() -> list[tuple[str, str]]:
+    """(pointer, DeepSpeed's message) for every block DeepSpeed 0.19.8 refuses to load."""
+    found = []
+    for parent in ("", "/zero_optimization"):
+        node = property_at(parent) if parent else schema.root()
+        branch = schema.object_branch(node) or {}
+        for key, prop in branch.get("properties", {}).items():
+            if "x-deepspeed-removed" in prop:
+                found.append((pointer_join(parent, key), prop["x-deepspeed-removed"]))
+    return found
+
+
+def removed_keys(config: dict) -> list[Finding]:
+    findings = []
+    for pointer, message in _removed():
+        parts = pointer.split("/")[1:]
+        node = config
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and parts[-1] in node:
+            findings.append(Finding("DS100", f"DeepSpeed 0.19.8 fails: {message.strip()}", pointer, fails_in=LOAD,
+                                    on_key=True))
+    return findings
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """Drop generic warnings where a more specific finding names the same value."""
+    specific = {f.pointer for f in findings if f.code != "DS109"}
+    seen, out = set(), []
+    for f in findings:
+        if f.code == "DS109" and f.pointer in specific:
+            continue
+        key = (f.code, f.pointer, f.world_size, f.message, f.offset)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out

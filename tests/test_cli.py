@@ -1,0 +1,208 @@
+"""The command line as a user and a CI step meet it: output shapes, exit codes, the seed cases."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from dsconfig.cli import cli
+
+JSON_KEYS = {"code", "name", "severity", "message", "file", "line", "column", "pointer", "world_size",
+             "fails_in", "fix"}
+
+
+def run(*args, files=None, tmp_path=None):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["lint", *args], catch_exceptions=False)
+    return result
+
+
+def write(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content, indent=2))
+    return str(path)
+
+
+def findings(tmp_path, content, *args, name="ds_config.json"):
+    path = write(tmp_path, name, content)
+    result = run(path, "--format", "json", *args)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def codes(items):
+    return [item["code"] for item in items]
+
+
+def test_clean_config_exits_zero(tmp_path):
+    status, items = findings(tmp_path, {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 32,
+                                        "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
+                                        "zero_optimization": {"stage": 2}}, "--world-size", "2")
+    assert status == 0
+    assert items == []
+
+
+def test_json_output_has_exactly_the_documented_keys(tmp_path):
+    status, items = findings(tmp_path, {"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4,
+                                        "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "CPU"}}},
+                             "--world-size", "4")
+    assert status == 1
+    assert items and all(set(item) == JSON_KEYS for item in items)
+    assert all(item["severity"] in ("error", "warning", "info") for item in items)
+    assert all(item["fails_in"] in ("load", "parse", "initialize", None) for item in items)
+    device = next(item for item in items if item["pointer"] == "/zero_optimization/offload_optimizer/device")
+    assert device["code"] == "DS103" and device["fails_in"] == "parse" and device["fix"] == '"cpu"'
+    assert device["line"] > 1 and device["column"] > 1
+
+
+def test_concise_format_is_path_line_col_code_message(tmp_path):
+    path = write(tmp_path, "ds_config.json", '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true},\n'
+                                             '  "bf16": {"enabled": true}\n}\n')
+    result = run(path)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines, result.output
+    pattern = re.compile(rf"^{re.escape(path)}:\d+:\d+: DS\d{{3}} .+")
+    assert all(pattern.match(line) for line in lines), lines
+    assert any(": DS400 " in line and line.startswith((f"{path}:3:", f"{path}:4:")) for line in lines), lines
+
+
+def test_usage_errors_exit_two_without_traceback(tmp_path):
+    result = run(str(tmp_path / "missing.json"))
+    assert result.exit_code == 2
+    assert "no such file" in result.output and "Traceback" not in result.output
+    path = write(tmp_path, "ds_config.json", {"train_batch_size": 8})
+    for bad in ("0", "x", "2,-1"):
+        result = run(path, "--world-size", bad)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+    assert run(path, "--world-size", "2", "--gpus", "2").exit_code == 2
+
+
+def test_gpus_and_nodes_give_the_world_size(tmp_path):
+    config = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1}
+    status, items = findings(tmp_path, config, "--gpus", "4", "--nodes", "2")
+    assert status == 0 and "DS202" not in codes(items)
+    status, items = findings(tmp_path, config, "--gpus", "4")
+    assert status == 1 and [i["world_size"] for i in items if i["code"] == "DS202"] == [4]
+
+
+# -- the seed cases ----------------------------------------------------------------------------
+
+def test_global_64_is_clean_on_two_gpus_and_corrected_on_four(tmp_path):
+    config = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 32, "gradient_accumulation_steps": 1}
+    status, items = findings(tmp_path, config, "--world-size", "2")
+    assert status == 0 and "DS202" not in codes(items)
+    status, items = findings(tmp_path, config, "--world-size", "1,2,4,8")
+    mismatches = [i for i in items if i["code"] == "DS202"]
+    assert sorted(i["world_size"] for i in mismatches) == [1, 4, 8]
+    at4 = next(i for i in mismatches if i["world_size"] == 4)
+    assert "64 != 32 * 1 * 4" in at4["message"]  # DeepSpeed's own words
+    assert at4["pointer"] == "/train_micro_batch_size_per_gpu" and at4["fix"] == "16"
+    assert at4["fails_in"] == "parse"
+
+
+def test_global_batch_of_six_over_four_gpus(tmp_path):
+    status, items = findings(tmp_path, {"train_batch_size": 6}, "--world-size", "4")
+    mismatch = next(i for i in items if i["code"] == "DS202")
+    assert "do not split evenly over 4 GPUs" in mismatch["message"] and "1 sample" in mismatch["message"]
+    assert mismatch["fix"] in ("4", "8")
+    assert status == 1
+
+
+def test_without_world_size_only_impossible_batches_are_errors(tmp_path):
+    status, items = findings(tmp_path, {"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4,
+                                        "gradient_accumulation_steps": 4})
+    assert "DS203" in codes(items) and status == 1
+    status, items = findings(tmp_path, {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8})
+    info = next(i for i in items if i["code"] == "DS204")
+    assert "1, 2, 4, 8" in info["message"] and info["severity"] == "info" and status == 0
+
+
+@pytest.mark.parametrize("value,fix,fatal", [(7.5, None, False), ("8", "8", True), (True, "1", False),
+                                             (0, None, True), (-4, None, True)])
+def test_batch_values_must_be_positive_integers(tmp_path, value, fix, fatal):
+    status, items = findings(tmp_path, {"train_batch_size": 16, "train_micro_batch_size_per_gpu": value})
+    item = next(i for i in items if i["code"] == "DS201")
+    assert item["fix"] == fix
+    assert (item["fails_in"] == "parse") == fatal
+    assert status == 1
+
+
+def test_integral_float_is_reported_although_hjson_reads_an_int(tmp_path):
+    status, items = findings(tmp_path, '{"train_batch_size": 7.0}')
+    item = next(i for i in items if i["code"] == "DS201")
+    assert item["fix"] == "7" and item["fails_in"] is None
+
+
+def test_micro_batch_of_one_gets_a_batchnorm_note(tmp_path):
+    status, items = findings(tmp_path, {"train_micro_batch_size_per_gpu": 1})
+    assert [i["severity"] for i in items if i["code"] == "DS205"] == ["info"]
+
+
+# -- targets, syntax, files ----------------------------------------------------------------------
+
+def test_auto_means_hf_trainer_by_default_and_breaks_plain_deepspeed(tmp_path):
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+              "zero_optimization": {"stage": "auto"}, "bf16": {"enabled": "auto"}}
+    status, items = findings(tmp_path, config)
+    assert status == 0 and not [i for i in items if i["severity"] == "error"]
+    status, items = findings(tmp_path, config, "--target", "deepspeed")
+    assert status == 1
+    assert {i["pointer"] for i in items if i["code"] == "DS700" and i["fails_in"] == "parse"} >= {
+        "/train_batch_size", "/train_micro_batch_size_per_gpu"}
+    assert any(i["code"] == "DS312" and "ZeRO disabled" in i["message"] for i in items)
+    assert any(i["code"] == "DS107" and i["pointer"] == "/bf16/enabled" for i in items)
+
+
+def test_hjson_syntax_depends_on_the_target(tmp_path):
+    text = '{\n  // global batch\n  "train_batch_size": 8,\n}\n'
+    status, items = findings(tmp_path, text)
+    assert codes(items).count("DS002") == 2 and status == 0
+    status, items = findings(tmp_path, text, "--target", "hf-trainer")
+    error = next(i for i in items if i["code"] == "DS000")
+    assert error["fails_in"] == "load" and error["line"] == 2 and status == 1
+
+
+def test_duplicate_keys(tmp_path):
+    text = '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "stage": 3}}'
+    status, items = findings(tmp_path, text)
+    dup = next(i for i in items if i["code"] == "DS001")
+    assert dup["fails_in"] == "load" and dup["line"] == 1 and dup["column"] == text.rindex('"stage"') + 1
+    status, items = findings(tmp_path, text, "--target", "hf-trainer")
+    assert next(i for i in items if i["code"] == "DS001")["fails_in"] is None
+
+
+def test_other_json_files_are_skipped_but_bad_batch_sizes_reported(tmp_path):
+    status, items = findings(tmp_path, {"name": "my-app", "version": "1.0.0"}, name="package.json")
+    assert codes(items) == ["DS005"] and status == 0
+    status, items = findings(tmp_path, {"train": {"batch_size": 7.0}}, name="train.json")
+    assert codes(items) == ["DS005", "DS006"] and items[1]["fix"] == "7" and status == 1
+    assert items[1]["pointer"] == "/train/batch_size"
+
+
+def test_training_arguments_file_is_not_a_deepspeed_config(tmp_path):
+    args = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
+            "output_dir": "out", "fp16": True, "deepspeed": "ds_config.json"}
+    status, items = findings(tmp_path, args, name="train_config.json")
+    assert codes(items) == ["DS005"] and status == 0
+
+
+def test_folder_is_walked(tmp_path):
+    (tmp_path / "configs").mkdir()
+    write(tmp_path / "configs", "ds_z2.json", {"train_batch_size": 8, "zero_optimization": {"stage": 5}})
+    write(tmp_path / "configs", "notes.txt", "not linted")
+    result = run(str(tmp_path), "--format", "json")
+    items = json.loads(result.stdout)
+    assert {i["code"] for i in items} >= {"DS103"} and result.exit_code == 1
+    assert all(i["file"].endswith("ds_z2.json") for i in items)
+
+
+def test_python_dash_m_and_console_script_entry_point(tmp_path):
+    path = write(tmp_path, "ds_config.json", {"train_batch_size": 8})
+    result = subprocess.run([sys.executable, "-m", "dsconfig", "lint", path], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "file" in result.stderr  # the summary goes to stderr, findings to stdout
