@@ -42,9 +42,11 @@ class Document:
     def hjson_value(self):
         return self.scan.value if self.scan is not None else None
 
-    def value_for(self, target: str):
-        """What the target's loader hands to DeepSpeed, or None when that loader fails."""
-        return self.hjson_value if target == "deepspeed" else self.json_value
+    def reading(self, loader: str) -> tuple[bool, object]:
+        """(loaded, value) as `loader` ("hjson": DeepSpeed's own, or "json") reads the file."""
+        if loader == "hjson":
+            return self.scan is not None, self.hjson_value
+        return self.json_error is None, self.json_value
 
     def position(self, offset: int) -> tuple[int, int]:
         if self._line_starts is None:

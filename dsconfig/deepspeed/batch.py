@@ -314,7 +314,8 @@ def world_independent(config: dict, auto_filled: frozenset = frozenset()) -> lis
     if values[0] is None and values[1] is None:
         if auto_filled & {TBS, MBS}:
             return []
-        return [Finding("DS200", f"DeepSpeed: {MISSING}", "", fails_in=PARSE)]
+        return [Finding("DS200", f"DeepSpeed fails: {MISSING}. Add {MBS} (the per-GPU batch); DeepSpeed derives "
+                                 f"{TBS} from it, the accumulation steps and the world size", "", fails_in=PARSE)]
     return []
 
 

@@ -23,13 +23,12 @@ def default_target(doc) -> str:
 def lint_deepspeed(doc, options) -> list[Finding]:
     target = options.target or default_target(doc)
     findings = syntax.load_findings(doc, target)
-    config = doc.value_for(target)
-    if config is None and doc.scan is not None:
-        config = doc.hjson_value  # the target's loader failed (DS000); lint what DeepSpeed would read
-    if config is None and doc.json_error is None:
-        config = doc.json_value
-    if config is None and (doc.scan is None and doc.json_error is not None):
-        return findings
+    loader, fallback = ("hjson", "json") if target == "deepspeed" else ("json", "hjson")
+    loaded, config = doc.reading(loader)
+    if not loaded:  # DS000 says so; lint what the other loader reads, if it reads anything
+        loaded, config = doc.reading(fallback)
+        if not loaded:
+            return findings
     if not isinstance(config, dict):
         findings.append(Finding("DS004", f"the top level is {describe(config)}, not an object: DeepSpeed fails before "
                                          "reading any setting", "", fails_in=LOAD))
