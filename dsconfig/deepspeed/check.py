@@ -7,6 +7,9 @@ optimizer, scheduler). Unlike DeepSpeed, every phase runs and every problem is r
 
 from __future__ import annotations
 
+import copy
+import json
+
 from ..findings import LOAD, PARSE, Finding, pointer_join, pointer_tokens
 from ..values import describe
 from . import batch, schema, syntax, target as targets
@@ -43,13 +46,47 @@ def config_findings(config: dict, target: str, world_sizes, written=None) -> lis
     """Everything after loading, for a config dict as the target hands it to DeepSpeed."""
     sections = check_sections(config)
     findings = list(sections.findings)
-    findings.extend(check_loose(config, sections.resolved))
+    resolved = _assume_repaired(config, sections)
+    findings.extend(check_loose(config, resolved))
     findings.extend(check_batch(config, target, world_sizes, written))
     already = {f.pointer for f in findings if f.fails_in in (LOAD, PARSE)}
     findings.extend(targets.check_targets(config, target, set(sections.auto_dropped), fill_targets,
                                           default_at, already))
-    findings.extend(check_initialize(config, sections.resolved, target))
+    findings.extend(check_initialize(config, resolved, target))
     return findings
+
+
+def _assume_repaired(config: dict, sections) -> dict:
+    """Section values for the cross-field rules, also for sections DeepSpeed rejects.
+
+    DeepSpeed stops at the first invalid section, so the next error only shows after that one
+    is fixed. To report it now, rejected sections are validated again with their unknown keys
+    removed and the suggested fixes applied; if that validates, the cross-field rules run on it.
+    """
+    resolved = dict(sections.resolved)
+    broken = [f for f in sections.findings if f.fails_in == PARSE]
+    if not broken or all(value is not None for value in resolved.values()):
+        return resolved
+    repaired = copy.deepcopy(config)
+    for finding in broken:
+        tokens = pointer_tokens(finding.pointer)
+        parent = _node(repaired, tokens[:-1])
+        if not isinstance(parent, dict) or not tokens or tokens[-1] not in parent:
+            continue
+        if finding.code in ("DS101", "DS105", "DS108"):
+            del parent[tokens[-1]]
+        elif finding.fix is not None and not finding.on_key:
+            parent[tokens[-1]] = json.loads(finding.fix)
+    for name, values in check_sections(repaired).resolved.items():
+        if resolved.get(name) is None and values is not None:
+            resolved[name] = values
+    return resolved
+
+
+def _node(value, tokens):
+    for token in tokens:
+        value = value.get(token) if isinstance(value, dict) else None
+    return value
 
 
 def check_batch(config: dict, target: str, world_sizes, written=None) -> list[Finding]:
