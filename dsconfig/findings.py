@@ -10,7 +10,7 @@ from __future__ import annotations
 LOAD = "load"  # reading the file (hjson / json.load), duplicate keys, removed blocks
 PARSE = "parse"  # DeepSpeedConfig(...): pydantic sections, batch arithmetic, P1 checks
 INITIALIZE = "initialize"  # deepspeed.initialize / engine / ZeRO / Trainer / prepare()
-LAUNCH = "launch"  # accelerate launch (Accelerate YAML files)
+LAUNCH = "launch"  # `accelerate launch` (Accelerate YAML files)
 PHASES = (LOAD, PARSE, INITIALIZE, LAUNCH)
 
 SEVERITIES = ("error", "warning", "info")

@@ -7,6 +7,7 @@ depends on the target (hjson vs json.load, who fills "auto"), that shows in a fi
   DS0xx file and syntax       DS1xx keys and values      DS2xx batch arithmetic
   DS3xx ZeRO and offload      DS4xx precision and dtypes DS5xx optimizer and scheduler
   DS6xx other sections        DS7xx target integration ("auto", Trainer, Lightning)
+  ACCxxx Accelerate config files (YAML)
 """
 
 from __future__ import annotations
@@ -112,6 +113,36 @@ _TABLE = [
     ("DS701", "lightning-gradient-accumulation", "error",
      "Lightning sets gradient_accumulation_steps itself and rejects it in the config"),
     ("DS702", "zero-section-required", "error", "The HF Trainer / Accelerate integration needs zero_optimization"),
+    ("DS703", "trainer-mismatch", "error",
+     "A concrete value the HF Trainer compares with TrainingArguments and rejects as a mismatch"),
+    ("DS704", "auto-filled", "info", "What the HF Trainer / Accelerate fill an \"auto\" value with"),
+    ("DS705", "steps-per-epoch", "info", "Optimizer steps per epoch and samples per GPU at each world size"),
+    # -- Accelerate config files ------------------------------------------------------------
+    ("ACC001", "unknown-top-level-key", "error", "Unknown top-level key; Accelerate refuses to load the config"),
+    ("ACC002", "ignored-deepspeed-key", "warning",
+     "Unknown key under deepspeed_config; Accelerate silently ignores it"),
+    ("ACC003", "ignored-section-key", "warning",
+     "Unknown key under fsdp_config / dynamo_config / fp8_config / ...; Accelerate silently ignores it"),
+    ("ACC004", "config-file-conflict", "error",
+     "deepspeed_config_file together with keys Accelerate then refuses"),
+    ("ACC005", "distributed-type", "error", "distributed_type missing or not a valid value"),
+    ("ACC006", "mixed-precision", "error", "mixed_precision not one of no, fp16, bf16, fp8"),
+    ("ACC007", "num-processes-missing", "error", "No num_processes for a distributed launch"),
+    ("ACC008", "num-processes-indivisible", "error",
+     "num_processes is not a multiple of num_machines; Accelerate silently floors the per-node count"),
+    ("ACC009", "num-processes-per-node", "warning", "num_processes looks like a per-node count; it is the total"),
+    ("ACC010", "gpu-ids", "error", "gpu_ids do not cover the processes launched per machine"),
+    ("ACC011", "single-process-type", "warning", "distributed_type NO with more than one process launches one"),
+    ("ACC012", "hostfile-missing", "error", "Multi-node DeepSpeed launch without a hostfile runs on one node"),
+    ("ACC013", "main-process-ip", "error", "Multi-node launch without main_process_ip, or machine_rank out of range"),
+    ("ACC014", "nvme-in-yaml", "error", "NVMe offload set in the Accelerate YAML; the path never reaches DeepSpeed"),
+    ("ACC015", "stage-ignored", "warning", "Settings this ZeRO stage ignores (offload_param, zero3 flags below stage 3)"),
+    ("ACC016", "yaml-boolean", "error", "An unquoted YAML 1.1 boolean (no, off, yes) where Accelerate expects text"),
+    ("ACC017", "inline-gradient-accumulation", "warning",
+     "gradient_accumulation_steps in the YAML conflicts with the Trainer's value unless they agree"),
+    ("ACC018", "pair-mismatch", "error", "The Accelerate YAML and its ds_config.json disagree"),
+    ("ACC019", "invalid-setting", "error", "A value of the wrong type or outside its allowed choices"),
+    ("ACC020", "config-file-missing", "error", "deepspeed_config_file points to a file that does not exist"),
 ]
 
 RULES: dict[str, Rule] = {}
