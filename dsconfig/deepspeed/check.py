@@ -8,6 +8,7 @@ optimizer, scheduler). Unlike DeepSpeed, every phase runs and every problem is r
 from __future__ import annotations
 
 import copy
+import functools
 import json
 
 from ..findings import LOAD, PARSE, Finding, pointer_join, pointer_tokens
@@ -52,6 +53,7 @@ def config_findings(config: dict, target: str, world_sizes, written=None) -> lis
     already = {f.pointer for f in findings if f.fails_in in (LOAD, PARSE)}
     findings.extend(targets.check_targets(config, target, set(sections.auto_dropped), fill_targets,
                                           default_at, already))
+    findings.extend(targets.check_walked_sections(config, target, fill_pointers(), already))
     findings.extend(check_initialize(config, resolved, target))
     return findings
 
@@ -98,6 +100,10 @@ def check_batch(config: dict, target: str, world_sizes, written=None) -> list[Fi
         # Lightning writes accumulate_grad_batches (1 unless the script passes it) into the config.
         view = dict(config)
         view.setdefault(batch.GAS, 1)
+    elif target in ("hf-trainer", "accelerate") and batch.GAS not in config:
+        # Accelerate's DeepSpeedPlugin inserts gradient_accumulation_steps: 1 when it is missing.
+        view = dict(config)
+        view[batch.GAS] = 1
     findings = batch.world_independent(view, filled) + batch.check_types(config, filled, written)
     if world_sizes:
         for size in world_sizes:
@@ -126,6 +132,20 @@ def fill_targets(pointer: str) -> frozenset:
     """Targets that replace an "auto" at `pointer` before DeepSpeed sees it."""
     prop = property_at(pointer)
     return frozenset(prop.get("x-dsconfig-fill", ())) if prop else frozenset()
+
+
+@functools.lru_cache(maxsize=1)
+def fill_pointers() -> tuple[tuple[str, frozenset], ...]:
+    """(pointer, targets) for every value the HF Trainer or Accelerate may fill."""
+    found = []
+    stack = [("", schema.root())]
+    while stack:
+        pointer, node = stack.pop()
+        if node.get("x-dsconfig-fill"):
+            found.append((pointer, frozenset(node["x-dsconfig-fill"])))
+        branch = schema.object_branch(node) or {}
+        stack.extend((pointer_join(pointer, key), prop) for key, prop in branch.get("properties", {}).items())
+    return tuple(sorted(found))
 
 
 def default_at(pointer: str):

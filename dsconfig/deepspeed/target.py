@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..findings import INITIALIZE, PARSE, Finding, dotted, pointer_join
-from ..values import is_auto, to_json
+from ..findings import INITIALIZE, PARSE, Finding, dotted, pointer_join, pointer_tokens
+from ..values import describe, is_auto, to_json
 from . import batch
 
 _WHO = {
@@ -95,4 +95,34 @@ def check_targets(config: dict, target: str, dropped: set[str], fills: Callable[
             "DS702", f"{who} builds a DeepSpeedPlugin from this file and raises \"Please specify the ZeRO optimization "
                      "config in the DeepSpeed config.\" without a zero_optimization section", "",
             fails_in=INITIALIZE))
+    return findings
+
+
+def check_walked_sections(config: dict, target: str, fills, already: set[str]) -> list[Finding]:
+    """DS605 when the HF Trainer or Accelerate cannot walk to a value it fills.
+
+    They look values up one level at a time with `.get()` (`HfDeepSpeedConfig.find_config_node`),
+    so `"fp16": true` or `"optimizer": "adam"` raise AttributeError before DeepSpeed even starts.
+    """
+    if target not in ("hf-trainer", "accelerate"):
+        return []
+    findings, reported = [], set()
+    for pointer, who_fills in fills:
+        if target not in who_fills:
+            continue
+        node, where = config, ""
+        for token in pointer_tokens(pointer)[:-1]:
+            if not isinstance(node, dict) or token not in node:
+                break
+            child, where = node[token], pointer_join(where, token)
+            if not isinstance(child, dict):
+                if where not in reported and where not in already:
+                    reported.add(where)
+                    findings.append(Finding(
+                        "DS605", f"`{dotted(where)}` is {describe(child)}: {_WHO[target]} looks up "
+                                 f"`{dotted(pointer)}` with .get() and raises AttributeError: "
+                                 f"'{type(child).__name__}' object has no attribute 'get'", where,
+                        fails_in=INITIALIZE))
+                break
+            node = child
     return findings
