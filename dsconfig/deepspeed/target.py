@@ -1,11 +1,11 @@
 """`"auto"` and the other things that depend on who hands the config to DeepSpeed.
 
 DeepSpeed itself never resolves "auto". The HF Trainer and Accelerate replace some "auto"
-values before DeepSpeed sees the config (which ones: `x-dsconfig-fill` in the schema);
-Lightning replaces none. What happens to an "auto" nobody fills depends on where it sits:
-DeepSpeed's pydantic sections drop it silently (the default applies: `"stage": "auto"` is
-ZeRO off), the loosely read sections pass the string on until something computes with it,
-and Accelerate refuses any "auto" it cannot fill.
+values before DeepSpeed sees the config (which ones: `x-dsconfig-fill` in the schema) and
+refuse any other: both end in Accelerate's `deepspeed_config_process`, which raises for an
+"auto" it has no value for. Lightning replaces none, and plain DeepSpeed receives them as they
+are: its pydantic sections drop "auto" silently (the default applies: `"stage": "auto"` is ZeRO
+off), and the loosely read sections pass the string on until something computes with it.
 """
 
 from __future__ import annotations
@@ -62,6 +62,13 @@ def check_targets(config: dict, target: str, dropped: set[str], fills: Callable[
             findings.append(Finding(
                 "DS700", f"{name} is \"auto\", which {who} never fills: DeepSpeed fails with {outcome.error}. "
                          "Only the HF Trainer and Accelerate resolve \"auto\"", pointer, fails_in=PARSE))
+        elif target in ("hf-trainer", "accelerate"):
+            # Both end in Accelerate's _prepare_deepspeed, whose deepspeed_config_process walks every
+            # key and refuses any "auto" that neither the Trainer nor prepare() replaced.
+            findings.append(Finding(
+                "DS700", f"{name} is \"auto\" and neither the HF Trainer nor Accelerate fills it: prepare() raises "
+                         f"\"`{name}` not found in kwargs. Please specify `{name}` without `auto` (set to correct "
+                         "value) in the DeepSpeed config file or pass it in kwargs.\"", pointer, fails_in=INITIALIZE))
         elif pointer in dropped:
             default = defaults(pointer)
             if pointer == "/zero_optimization/stage":
@@ -73,11 +80,6 @@ def check_targets(config: dict, target: str, dropped: set[str], fills: Callable[
                 findings.append(Finding(
                     "DS107", f"{name} is \"auto\" and {who} does not fill it: DeepSpeed drops the value and uses "
                              f"{shown}", pointer, fix=None if default is None else to_json(default)))
-        elif target == "accelerate":
-            key = pointer.rsplit("/", 1)[-1]
-            findings.append(Finding(
-                "DS700", f"{name} is \"auto\" and Accelerate cannot fill it: prepare() raises \"`{key}` not found in "
-                         f"kwargs. Please specify `{key}` without `auto`\"", pointer, fails_in=INITIALIZE))
         else:
             crashes = pointer.startswith(_CRASH_AT_INITIALIZE)
             findings.append(Finding(
