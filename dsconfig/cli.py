@@ -28,7 +28,23 @@ def _world_sizes(value: str | None) -> tuple[int, ...] | None:
     return tuple(dict.fromkeys(sizes))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Subcommands that live in their own packages are imported only when they run."""
+
+    lazy = {"estimate": "dsconfig.estimate.command:estimate"}
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx, name):
+        if name in self.lazy:
+            import importlib
+            module, attribute = self.lazy[name].split(":")
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="dsconfig")
 def cli():
     """Lint and generate DeepSpeed (ds_config.json) and Hugging Face Accelerate configs."""
@@ -42,11 +58,15 @@ def cli():
               help="World size(s) to check the batch arithmetic at, e.g. 8 or 1,2,4,8.")
 @click.option("--gpus", type=click.IntRange(min=1), help="GPUs per node (world size = gpus x nodes).")
 @click.option("--nodes", type=click.IntRange(min=1), help="Number of nodes (with --gpus).")
+@click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
+              help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
+@click.option("--dataset-size", type=click.IntRange(min=1), metavar="N",
+              help="Training samples: add optimizer steps per epoch at each world size.")
 @click.option("--format", "output_format", type=click.Choice(("concise", "json")), default="concise",
               show_default=True, help="Output format.")
 @click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour the codes in concise output (honours NO_COLOR).")
-def lint(paths, target, world_size, gpus, nodes, output_format, color):
+def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, color):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder)."""
     from . import engine, report
 
@@ -57,12 +77,18 @@ def lint(paths, target, world_size, gpus, nodes, output_format, color):
         if gpus is None:
             raise click.UsageError("--nodes needs --gpus (GPUs per node)")
         sizes = (gpus * (nodes or 1),)
-    options = engine.Options(target=target, world_sizes=sizes)
+    args = None
+    if training_args is not None:
+        from .deepspeed.trainer import load_training_args
+        try:
+            args = load_training_args(training_args)
+        except ValueError as error:
+            raise click.UsageError(str(error)) from None
+    options = engine.Options(target=target, world_sizes=sizes, gpus=gpus, nodes=nodes, training_args=args,
+                             dataset_size=dataset_size)
     try:
         files = engine.collect(paths)
-        findings = []
-        for path in files:
-            findings.extend(engine.lint_file(path, options))
+        findings = engine.lint_files(files, options)  # pairs each Accelerate YAML with its ds_config.json
     except engine.UsageError as error:
         click.echo(f"dsconfig: error: {error}", err=True)
         sys.exit(2)
@@ -76,7 +102,8 @@ def lint(paths, target, world_size, gpus, nodes, output_format, color):
     else:
         use_color = color == "always" or (color == "auto" and sys.stdout.isatty() and not _no_color())
         click.echo(report.concise(findings, color=use_color), nl=False)
-        click.echo(report.summary(findings, len(files)), err=True)
+        linted = len(set(files) | {f.file for f in findings})  # plus the ds_config.json files YAMLs named
+        click.echo(report.summary(findings, linted), err=True)
     sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
 
 

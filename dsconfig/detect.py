@@ -39,6 +39,9 @@ _ACCELERATE_KEYS = frozenset({
     "rdzv_backend", "same_network", "main_process_ip", "main_process_port", "gpu_ids", "downcast_bf16",
 })
 _DEEPSPEED_NAME = re.compile(r"(^|[^a-z])(ds|deepspeed|zero[0-3_]?|zero_?stage)", re.IGNORECASE)
+# Keys no other YAML file uses at its top level: one of them is enough.
+_ACCELERATE_ONLY = frozenset({"distributed_type", "compute_environment"})
+_ACCELERATE_NAME = re.compile(r"accelerate|deepspeed|fsdp|zero|(^|[^a-z])ds", re.IGNORECASE)
 
 
 def _deepspeed_score(value: dict, filename: str) -> bool:
@@ -55,6 +58,11 @@ def named_like_deepspeed(filename: str) -> bool:
     return bool(_DEEPSPEED_NAME.search(filename.rsplit("/", 1)[-1]))
 
 
+def named_like_accelerate(filename: str) -> bool:
+    """A YAML file name that promises a launcher config (its parse errors are worth reporting)."""
+    return bool(_ACCELERATE_NAME.search(filename.rsplit("/", 1)[-1]))
+
+
 def classify(filename: str, value, is_yaml: bool) -> str:
     """Return "deepspeed", "accelerate" or "other" for a parsed top-level value."""
     base = filename.rsplit("/", 1)[-1]
@@ -63,7 +71,11 @@ def classify(filename: str, value, is_yaml: bool) -> str:
         if not is_yaml and _DEEPSPEED_NAME.search(base) and value is not None:
             return "deepspeed"
         return "other"
-    if sum(1 for key in value if key in _ACCELERATE_KEYS) >= 2 or "distributed_type" in value:
+    accelerate_keys = sum(1 for key in value if key in _ACCELERATE_KEYS)
+    if accelerate_keys >= 2 or any(key in value for key in _ACCELERATE_ONLY):
+        return "accelerate"
+    # A YAML file named like a launcher config with one Accelerate key (a config missing distributed_type).
+    if is_yaml and accelerate_keys and named_like_accelerate(base):
         return "accelerate"
     if _deepspeed_score(value, base):
         return "deepspeed"

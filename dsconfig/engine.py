@@ -18,6 +18,10 @@ class Options(NamedTuple):
     target: str | None = None  # None: hf-trainer when the file holds "auto", else deepspeed
     world_sizes: tuple[int, ...] | None = None
     kind: str | None = None  # None: detect; "deepspeed" forces DeepSpeed rules on a JSON file
+    gpus: int | None = None  # --gpus (per machine) and --nodes, when given: Accelerate's num_processes is the total
+    nodes: int | None = None
+    training_args: dict | None = None  # --training-args: TrainingArguments values for the HF Trainer checks
+    dataset_size: int | None = None  # --dataset-size: adds the steps-per-epoch table
 
 
 class UsageError(Exception):
@@ -56,12 +60,24 @@ def decode(data: bytes) -> str:
 
 
 def lint_file(path: str, options: Options) -> list[Finding]:
+    """Lint one file (and, for an Accelerate YAML, the ds_config.json it names)."""
+    return lint_files([path], options)
+
+
+def lint_files(files: list[str], options: Options) -> list[Finding]:
+    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch."""
+    from .pairs import lint_together
+    return lint_together(files, options)
+
+
+def read_document(path: str, options: Options):
+    """(document, []) for a readable file, or (None, findings) when it is not UTF-8 text."""
     data = read_bytes(path)
     try:
         text = decode(data)
     except UnicodeDecodeError as error:
-        return undecodable(path, data, error)
-    return lint_text(text, path, options)
+        return None, undecodable(path, data, error)
+    return open_document(text, path, options), []
 
 
 def undecodable(path: str, data: bytes, error: UnicodeDecodeError) -> list[Finding]:
@@ -81,18 +97,50 @@ def undecodable(path: str, data: bytes, error: UnicodeDecodeError) -> list[Findi
 
 
 def lint_text(text: str, path: str, options: Options) -> list[Finding]:
-    if path.endswith((".yaml", ".yml")):
-        from .yaml_files import lint_yaml  # PyYAML is imported only for YAML inputs
-        return lint_yaml(text, path, options)
+    return lint_document(open_document(text, path, options), options)
+
+
+def is_yaml(path: str) -> bool:
+    return path.endswith((".yaml", ".yml"))
+
+
+def open_document(text: str, path: str, options: Options):
+    """Read and classify: a YamlDocument for YAML (PyYAML is imported only then), else a Document."""
+    if is_yaml(path):
+        from .yamldoc import YamlDocument
+        doc = YamlDocument(path, text)
+        doc.kind = _classify_yaml(doc)
+        return doc
     doc = Document(path, text)
     doc.kind = options.kind or _classify(doc)
-    if doc.kind == "deepspeed":
+    return doc
+
+
+def lint_document(doc, options: Options) -> list[Finding]:
+    """The checks for the document's kind, every finding located."""
+    if doc.kind == "accelerate":
+        from .accelerate import lint_accelerate
+        findings = lint_accelerate(doc, options)
+    elif is_yaml(doc.path):
+        why = "not valid YAML and not recognisable as a config" if not doc.loaded \
+            else "not a DeepSpeed or Accelerate config"
+        findings = [Finding("DS005", f"{why}; skipped")]
+    elif doc.kind == "deepspeed":
         from .deepspeed.check import lint_deepspeed
         findings = lint_deepspeed(doc, options)
     else:
         from .other import lint_other
         findings = lint_other(doc)
     return place(doc, findings)
+
+
+def _classify_yaml(doc) -> str:
+    from . import detect
+    if not doc.loaded or not isinstance(doc.value, dict):
+        # A parse error, or an empty file, is reported for files named like a config, skipped otherwise.
+        return "accelerate" if detect.named_like_accelerate(doc.path) else "other"
+    kind = detect.classify(doc.path, doc.value, is_yaml=True)
+    return kind if kind == "accelerate" else "other"  # DeepSpeed never reads YAML
 
 
 def _classify(doc: Document) -> str:
@@ -118,7 +166,4 @@ def place(doc: Document, findings: list[Finding]) -> list[Finding]:
 
 
 def lint_paths(paths: Iterable[str], options: Options) -> list[Finding]:
-    findings: list[Finding] = []
-    for path in collect(paths):
-        findings.extend(lint_file(path, options))
-    return findings
+    return lint_files(collect(paths), options)

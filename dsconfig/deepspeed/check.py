@@ -13,7 +13,7 @@ import json
 
 from ..findings import LOAD, PARSE, Finding, pointer_join, pointer_tokens
 from ..values import describe
-from . import batch, schema, syntax, target as targets
+from . import batch, schema, syntax, target as targets, trainer
 from .initialize import check_initialize
 from .loose import check_loose
 from .models import check_sections
@@ -39,12 +39,13 @@ def lint_deepspeed(doc, options) -> list[Finding]:
         return findings
     findings.extend(removed_keys(config))
     written = doc.json_value if doc.json_error is None else None
-    findings.extend(config_findings(config, target, options.world_sizes, written))
+    findings.extend(config_findings(config, target, options, written))
     return _dedupe(findings)
 
 
-def config_findings(config: dict, target: str, world_sizes, written=None) -> list[Finding]:
+def config_findings(config: dict, target: str, options, written=None) -> list[Finding]:
     """Everything after loading, for a config dict as the target hands it to DeepSpeed."""
+    world_sizes = options.world_sizes
     sections = check_sections(config)
     findings = list(sections.findings)
     resolved = _assume_repaired(config, sections)
@@ -55,6 +56,12 @@ def config_findings(config: dict, target: str, world_sizes, written=None) -> lis
                                           default_at, already))
     findings.extend(targets.check_walked_sections(config, target, fill_pointers(), already))
     findings.extend(check_initialize(config, resolved, target))
+    if target == "hf-trainer":
+        findings.extend(trainer.trainer_findings(config, options.training_args, world_sizes,
+                                                 dataset_size=options.dataset_size))
+    if options.dataset_size:
+        findings.extend(trainer.dataset_table(config, options.dataset_size, world_sizes, target,
+                                              options.training_args))
     return findings
 
 

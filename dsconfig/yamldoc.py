@@ -1,0 +1,175 @@
+"""A YAML file read once, exactly as `yaml.safe_load` reads it, with where every value sits.
+
+Accelerate reads its config with `yaml.safe_load` (YAML 1.1: an unquoted `no` is False, the
+last of two equal keys wins silently). One PyYAML pass composes the node tree and constructs
+the value from it, so the value is safe_load's and the nodes give positions: a JSON-pointer
+index of key and value offsets for `locate`, the duplicate keys, and the plain scalars that
+YAML 1.1 turned into booleans. PyYAML is imported here only, so JSON-only runs never load it.
+
+The loader is PyYAML's pure-Python SafeLoader, the one safe_load uses, not libyaml's
+CSafeLoader: libyaml reads some texts differently (`0<TAB>` loads, `!` is '' instead of None,
+any nesting depth composes where safe_load hits RecursionError). A config reads in about 1 ms.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import jsonscan
+from .findings import pointer_join
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_YAML12_BOOLEANS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
+
+
+class Span(NamedTuple):
+    key_start: int | None  # offset of the key (None for the root and list items)
+    start: int  # offset of the value
+
+
+class Duplicate(NamedTuple):
+    pointer: str
+    key_start: int
+    first_key_start: int
+
+
+class LoadError(NamedTuple):
+    message: str
+    offset: int
+
+
+class YamlDocument:
+    """One YAML input. `loaded` and `value` are what `yaml.safe_load` returns (or that it raises)."""
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self.kind = "unknown"
+        self.value = None
+        self.loaded = False
+        self.error: LoadError | None = None
+        self.duplicates: list[Duplicate] = []
+        self.yaml11_booleans: dict[str, str] = {}  # pointer -> the word (`no`, `Off`, ...) safe_load made a bool
+        self.spans: dict[str, Span] = {}
+        self._line_starts: list[int] | None = None
+        self._read()
+
+    def reading(self, loader: str = "yaml") -> tuple[bool, object]:
+        """(loaded, value): the same signature as Document.reading; YAML has one loader."""
+        return self.loaded, self.value
+
+    def position(self, offset: int) -> tuple[int, int]:
+        if self._line_starts is None:
+            self._line_starts = jsonscan.line_starts(self.text)
+        return jsonscan.position(self._line_starts, offset)
+
+    def locate(self, pointer: str, on_key: bool = False) -> tuple[int, int]:
+        """Line and column of the value (or key) at `pointer`; the nearest known ancestor otherwise."""
+        probe = pointer
+        while True:
+            span = self.spans.get(probe)
+            if span is not None:
+                if span.key_start is not None and (on_key or probe != pointer):
+                    return self.position(span.key_start)
+                return self.position(span.start)
+            if not probe:
+                return (1, 1)
+            probe = probe.rsplit("/", 1)[0]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        import yaml
+        try:
+            self._load(yaml)
+        except Exception as error:  # YAMLError, ValueError (bad timestamps), RecursionError, ...
+            self.error = _describe_error(error, yaml)
+            self.loaded, self.value, self.spans = False, None, {}
+            self.duplicates, self.yaml11_booleans = [], {}
+
+    def _load(self, yaml) -> None:
+        loader = yaml.SafeLoader(self.text)
+        try:
+            root = loader.get_single_node()
+            if root is None:  # an empty stream: safe_load returns None
+                self.loaded, self.value = True, None
+                return
+            own_pairs = _own_pairs(root)  # before construction merges `<<` keys into the mappings
+            self.value = loader.construct_document(root)
+            self.loaded = True
+            self._index(root, own_pairs, loader)
+        finally:
+            loader.dispose()
+
+    def _index(self, root, own_pairs: dict, loader) -> None:
+        """Spans, duplicates and YAML 1.1 booleans, walking the node tree once (aliases not re-entered)."""
+        import yaml
+        seen: set[int] = set()
+        stack = [(root, "", None)]
+        while stack:
+            node, pointer, key_start = stack.pop()
+            self.spans[pointer] = Span(key_start, node.start_mark.index)
+            if isinstance(node, yaml.ScalarNode):  # node.style None: a plain (unquoted) scalar
+                if node.tag == _BOOL_TAG and not node.style and node.value not in _YAML12_BOOLEANS:
+                    self.yaml11_booleans[pointer] = node.value
+                continue
+            if id(node) in seen:  # an alias of a collection already indexed
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.SequenceNode):
+                stack.extend((item, pointer_join(pointer, i), None) for i, item in enumerate(node.value))
+                continue
+            # Mappings: after construction node.value holds the merged pairs first, its own last;
+            # like construct_mapping, the last pair for a key wins.
+            winners = {}
+            for key_node, value_node in node.value:
+                winners[_key(loader, key_node)] = (key_node, value_node)
+            for key, (key_node, value_node) in winners.items():
+                stack.append((value_node, pointer_join(pointer, key), key_node.start_mark.index))
+            first: dict = {}
+            for key_node, _ in own_pairs.get(id(node), ()):
+                key = _key(loader, key_node)
+                if key in first:
+                    self.duplicates.append(Duplicate(pointer_join(pointer, key), key_node.start_mark.index,
+                                                     first[key]))
+                else:
+                    first[key] = key_node.start_mark.index
+
+
+def _own_pairs(root) -> dict[int, list]:
+    """The pairs each mapping node holds as written, merge keys left out."""
+    import yaml
+    pairs, seen, stack = {}, set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, yaml.ScalarNode):
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            pairs[id(node)] = [(k, v) for k, v in node.value if k.tag != _MERGE_TAG]
+            stack.extend(child for pair in node.value for child in pair)
+        else:
+            stack.extend(node.value)
+    return pairs
+
+
+def _key(loader, key_node):
+    """The key as safe_load constructs it (after a successful load every key is a hashable scalar)."""
+    key = loader.construct_object(key_node, deep=True)
+    return key if isinstance(key, (str, int, float, bool)) or key is None else repr(key)
+
+
+def _describe_error(error: BaseException, yaml) -> LoadError:
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    if isinstance(error, yaml.MarkedYAMLError):
+        parts = [part for part in (error.context, error.problem) if part]
+        message = "; ".join(parts) or type(error).__name__
+    elif isinstance(error, yaml.reader.ReaderError):
+        message = f"unacceptable character {error.character!r}: special characters are not allowed"
+        return LoadError(message, error.position)
+    elif isinstance(error, RecursionError):
+        message = "nesting too deep for PyYAML (RecursionError)"
+    else:
+        message = f"{type(error).__name__}: {error}"
+    return LoadError(message, mark.index if mark is not None else 0)
