@@ -1,0 +1,279 @@
+"""`dsconfig estimate`: per-GPU training memory, and whether it fits.
+
+The lead registers `estimate` with `cli.add_command(estimate)`; `python -m dsconfig.estimate`
+runs it alone. Without --profile / --model-factory only the standard library and click are
+imported (the command starts in well under 150 ms); torch and transformers are imported only to
+measure.
+
+Exit status: 0 it fits (or no memory was given), 1 it does not fit, 2 usage or input error (a
+one-line message on stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from . import catalog, gpus, shapes
+from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
+from .memory import OPTIMIZERS, Buckets
+
+PROG = "dsconfig estimate"
+
+
+class InputError(click.ClickException):
+    """A bad option or input file: one line on stderr, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"{PROG}: error: {self.format_message()}", err=True)
+
+
+class _OneLineErrors(click.Command):
+    """Usage errors (unknown option, bad choice) as one line too, standalone or inside the group."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as error:
+            raise InputError(error.format_message()) from None
+
+
+def _size(value: str | None, option: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return gpus.parse_size(value)
+    except ValueError as error:
+        raise InputError(f"{option}: {error}") from None
+
+
+@click.command("estimate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("ds_config", required=False, type=click.Path(dir_okay=False))
+@click.option("--model", "model_name", metavar="NAME|config.json",
+              help="A catalog model (see --list-models) or a Hugging Face config.json.")
+@click.option("--params", metavar="COUNT", help="Parameter count for a model outside the catalog, e.g. 7B, 350M.")
+@click.option("--layers", type=click.IntRange(min=1), help="With --params: transformer layers.")
+@click.option("--hidden", type=click.IntRange(min=1), help="With --params: hidden size.")
+@click.option("--heads", type=click.IntRange(min=1), help="With --params: attention heads.")
+@click.option("--kv-heads", type=click.IntRange(min=1), help="With --params: key/value heads (GQA).")
+@click.option("--intermediate", type=click.IntRange(min=1), help="With --params: MLP width (SwiGLU).")
+@click.option("--vocab", type=click.IntRange(min=1), help="With --params: vocabulary size.")
+@click.option("--largest-layer", type=click.IntRange(min=1),
+              help="With --params: parameters of the largest module (DeepSpeed's largest_layer_params).")
+@click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True, help="Tokens per sample.")
+@click.option("--micro-batch", type=click.IntRange(min=1), help="Samples per GPU per step. [default: 1]")
+@click.option("--precision", type=click.Choice(PRECISIONS), help="Training dtype. [default: bf16]")
+@click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None,
+              help="Checkpoint every layer (HF gradient checkpointing). [default: off]")
+@click.option("--attention", type=click.Choice(ATTENTIONS), default="flash", show_default=True,
+              help="Attention kernel: flash (flash_attention_2 / SDPA flash) or eager.")
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), help="Optimizer. [default: adamw]")
+@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per node.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes.")
+@click.option("--zero-stage", type=click.IntRange(0, 3), help="ZeRO stage. [default: 0]")
+@click.option("--offload-optimizer", type=click.Choice(OFFLOAD_DEVICES), help="ZeRO-Offload the optimizer.")
+@click.option("--offload-param", type=click.Choice(OFFLOAD_DEVICES), help="ZeRO-3: offload the parameters.")
+@click.option("--no-zero-init", is_flag=True,
+              help="ZeRO-3: the model is loaded whole on each rank before partitioning (no zero.Init).")
+@click.option("--gpu", "gpu_name", metavar="NAME", help="GPU model, e.g. H100-80GB, A100-40GB, V100-32GB, RTX4090.")
+@click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU (80GB, 79.6GiB) or a GPU name.")
+@click.option("--cpu-mem", metavar="SIZE", help="CPU memory per node (e.g. 1TB, 512GiB).")
+@click.option("--profile", is_flag=True,
+              help="Measure the activations with torch + transformers on the meta device (no GPU needed).")
+@click.option("--model-factory", metavar="MODULE:FUNCTION",
+              help="Measure any torch.nn.Module the function returns (needs --input-shape).")
+@click.option("--input-shape", metavar="B,D1,...", help="With --model-factory: the input's shape, batch first.")
+@click.option("--input-dtype", type=click.Choice(("float", "long")), default="float", show_default=True,
+              help="With --model-factory: float inputs (in --precision) or token ids.")
+@click.option("--format", "output_format", type=click.Choice(("table", "json")), default="table",
+              show_default=True, help="Output format.")
+@click.option("--list-models", is_flag=True, help="List the model catalog and exit.")
+@click.option("--list-gpus", is_flag=True, help="List the GPU catalog and exit.")
+def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, intermediate, vocab, largest_layer,
+             seq_len, micro_batch, precision, gradient_checkpointing, attention, optimizer, gpus, nodes, zero_stage,
+             offload_optimizer, offload_param, no_zero_init, gpu_name, gpu_mem, cpu_mem, profile, model_factory,
+             input_shape, input_dtype, output_format, list_models, list_gpus):
+    """Estimate per-GPU memory for training a model with DeepSpeed, and whether it fits.
+
+    DS_CONFIG, when given, supplies the ZeRO stage, offload devices, precision, micro batch,
+    optimizer, bucket sizes and activation checkpointing; options given explicitly win.
+    """
+    from . import estimator, report
+
+    if list_models:
+        for entry in catalog.CATALOG.values():
+            shape = shapes.from_hf_config(entry.config, entry.name)
+            click.echo(f"{entry.name:24} {report.count(shape.parameters):>8}  {entry.source}")
+        return
+    if list_gpus:
+        for gpu in _gpu_catalog():
+            click.echo(f"{gpu.name:14} {gpu.memory_mib:>7} MiB  bf16 {'yes' if gpu.bf16 else 'no ':3}  {gpu.description}")
+        return
+
+    values, notes = {}, []
+    if ds_config is not None:
+        from . import deepspeed_config
+        try:
+            values, notes = deepspeed_config.read(ds_config)
+        except deepspeed_config.ConfigError as error:
+            raise InputError(str(error)) from None
+    given = {"micro_batch": micro_batch, "precision": precision, "gradient_checkpointing": gradient_checkpointing,
+             "optimizer": optimizer, "zero_stage": zero_stage, "offload_optimizer": offload_optimizer,
+             "offload_param": offload_param}
+    for key, value in given.items():
+        if value is not None:
+            values[key] = value
+    bucket_values = values.pop("buckets", {})
+    if model_factory is not None:
+        shape_dims = _input_shape(input_shape)
+        if micro_batch is not None and micro_batch != shape_dims[0]:
+            raise InputError(f"--micro-batch {micro_batch} differs from the batch of --input-shape ({shape_dims[0]})")
+        values["micro_batch"] = shape_dims[0]
+    try:
+        setup = TrainingSetup(seq_len=seq_len, attention=attention, gpus=gpus, nodes=nodes,
+                              zero_init=not no_zero_init, buckets=Buckets(**bucket_values), **values)
+        setup.check()
+    except (TypeError, ValueError) as error:
+        raise InputError(str(error)) from None
+
+    hardware = _hardware(gpu_name, gpu_mem, cpu_mem)
+    measured = None
+    if model_factory is not None:
+        if model_name or params:
+            raise InputError("give --model-factory alone, without --model or --params")
+        shape, measured = _measure_factory(model_factory, shape_dims, setup, input_dtype)
+    else:
+        shape = _model(model_name, params, {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads,
+                                            "intermediate": intermediate, "vocab": vocab,
+                                            "largest_layer": largest_layer})
+        if profile:
+            measured = _measure_hf(shape, setup)
+            notes.append("activations measured with torch + transformers (--profile)")
+    try:
+        result = estimator.estimate(shape, setup, hardware, measured_activations=measured)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    result.notes[:0] = notes
+    if output_format == "json":
+        click.echo(report.as_json(result), nl=False)
+    else:
+        click.echo(report.table(result), nl=False)
+    sys.exit(1 if result.fits is False else 0)
+
+
+def _gpu_catalog():
+    return [gpus.GPUS[name] for name in gpus.names()]
+
+
+def _hardware(gpu_name, gpu_mem, cpu_mem) -> Hardware:
+    gpu = None
+    if gpu_name is not None:
+        gpu = gpus.lookup(gpu_name)
+        if gpu is None:
+            raise InputError(f"--gpu: unknown GPU {gpu_name!r} (known: {', '.join(gpus.names())})")
+    memory = None
+    if gpu_mem is not None:
+        named = gpus.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else None
+        if named is not None:
+            gpu = gpu or named
+            memory = named.memory_bytes
+        else:
+            memory = _size(gpu_mem, "--gpu-mem")
+    if memory is None and gpu is not None:
+        memory = gpu.memory_bytes
+    return Hardware(gpu_memory=memory, cpu_memory=_size(cpu_mem, "--cpu-mem"),
+                    gpu_name=gpu.name if gpu else None, bf16=gpu.bf16 if gpu else None)
+
+
+def _model(model_name, params, flags) -> shapes.ModelShape:
+    shape_flags = {k: v for k, v in flags.items() if v is not None}
+    if model_name and params:
+        raise InputError("give either --model or --params, not both")
+    if model_name:
+        if shape_flags:
+            raise InputError(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params, not --model")
+        entry = catalog.lookup(model_name)
+        if entry is not None:
+            return shapes.from_hf_config(entry.config, entry.name)
+        if os.path.exists(model_name) or model_name.endswith(".json"):
+            return _from_config_file(model_name)
+        raise InputError(f"--model: {model_name!r} is neither a catalog model (see --list-models) nor a config.json")
+    if params:
+        try:
+            total = shapes.parse_count(params)
+            return shapes.from_params(total, layers=shape_flags.get("layers"), hidden=shape_flags.get("hidden"),
+                                      heads=shape_flags.get("heads"), kv_heads=shape_flags.get("kv_heads"),
+                                      intermediate=shape_flags.get("intermediate"), vocab=shape_flags.get("vocab"),
+                                      largest_layer=shape_flags.get("largest_layer"), name=f"{params} parameters")
+        except shapes.ShapeError as error:
+            raise InputError(f"--params: {error}") from None
+    raise InputError("say which model: --model NAME, --model config.json, --params 7B or --model-factory")
+
+
+def _from_config_file(path: str) -> shapes.ModelShape:
+    import json
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except OSError as error:
+        raise InputError(f"--model: cannot read {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise InputError(f"--model: {path} is not JSON: {error}") from None
+    try:
+        return shapes.from_hf_config(config, os.path.basename(os.path.dirname(os.path.abspath(path))) or path)
+    except (shapes.ShapeError, TypeError) as error:
+        raise InputError(f"--model: {path}: {error}") from None
+
+
+def _input_shape(text: str | None) -> tuple[int, ...]:
+    if not text:
+        raise InputError("--model-factory needs --input-shape, e.g. --input-shape 8,3,224,224")
+    try:
+        dims = tuple(int(part) for part in text.replace("x", ",").split(","))
+    except ValueError:
+        raise InputError(f"--input-shape: {text!r} is not a list of integers (e.g. 8,3,224,224)") from None
+    if not dims or any(d < 1 for d in dims):
+        raise InputError(f"--input-shape: {text!r} needs positive sizes")
+    return dims
+
+
+def _require_torch(what: str):
+    import importlib.util
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if what == "--model-factory":
+        missing = [name for name in missing if name == "torch"]
+    if missing:
+        raise InputError(f"{what} needs {' and '.join(missing)} installed (pip install {' '.join(missing)})")
+
+
+def _measure_hf(shape: shapes.ModelShape, setup: TrainingSetup) -> int:
+    if shape.config is None:
+        raise InputError("--profile needs a model config (--model NAME or config.json), not --params")
+    _require_torch("--profile")
+    from . import profile
+    try:
+        measured = profile.measure_hf(shape.config, batch=setup.micro_batch, seq_len=setup.seq_len,
+                                      precision=setup.precision, attention=setup.attention,
+                                      checkpointing=setup.gradient_checkpointing)
+    except Exception as error:  # transformers or torch refusing the config: say so in one line
+        raise InputError(f"--profile: measuring failed: {type(error).__name__}: {error}") from None
+    return measured.activation_bytes
+
+
+def _measure_factory(spec: str, dims: tuple[int, ...], setup: TrainingSetup, input_dtype: str):
+    _require_torch("--model-factory")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `mymodels:build` next to the user
+    from . import profile
+    try:
+        measured = profile.measure_factory(spec, dims, precision=setup.precision, input_dtype=input_dtype)
+    except Exception as error:
+        raise InputError(f"--model-factory {spec}: {type(error).__name__}: {error}") from None
+    shape = shapes.ModelShape(family="generic", layers=0, hidden=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
+                              vocab=0, parameters=measured.parameters,
+                              largest_layer_params=measured.largest_layer_params, name=spec)
+    return shape, measured.activation_bytes

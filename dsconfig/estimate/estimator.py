@@ -1,0 +1,191 @@
+"""The per-GPU memory estimate: model states + activations + buffers + overhead, and whether it fits.
+
+    estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware) -> Estimate
+
+is the library entry point the generator and the lint fit-check call; `dsconfig estimate` is a
+command in front of it. Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from . import activations, memory
+from .shapes import ModelShape
+
+PRECISIONS = ("bf16", "fp16", "fp32")
+ATTENTIONS = ("flash", "eager")
+OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+MAX_MICRO_BATCH = 1 << 16  # the search for the largest micro batch stops here
+BREAKDOWN_KEYS = ("parameters", "gradients", "optimizer_states", "activations", "buffers", "overhead", "total")
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    seq_len: int = 2048
+    micro_batch: int = 1
+    precision: str = "bf16"
+    gradient_checkpointing: bool = False
+    cpu_checkpointing: bool = False  # DeepSpeed activation_checkpointing.cpu_checkpointing: layer inputs on CPU
+    attention: str = "flash"
+    optimizer: str = "adamw"
+    gpus: int = 1  # per node
+    nodes: int = 1
+    zero_stage: int = 0
+    offload_optimizer: str = "none"
+    offload_param: str = "none"
+    zero_init: bool = True  # ZeRO-3 weights partitioned while loading (deepspeed.zero.Init / HF from_pretrained)
+    buckets: memory.Buckets = field(default_factory=memory.Buckets)
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus * self.nodes
+
+    def check(self) -> None:
+        """Raise ValueError with a one-line reason for a setup that cannot be estimated."""
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention must be flash or eager, got {self.attention!r}")
+        if self.optimizer not in memory.OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(memory.OPTIMIZERS)}, got {self.optimizer!r}")
+        for name in ("seq_len", "micro_batch", "gpus", "nodes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise ValueError(f"zero stage must be 0, 1, 2 or 3, got {self.zero_stage}")
+        for name in ("offload_optimizer", "offload_param"):
+            if getattr(self, name) not in OFFLOAD_DEVICES:
+                raise ValueError(f"{name.replace('_', '-')} must be none, cpu or nvme, got {getattr(self, name)!r}")
+        if self.offload_optimizer != "none" and self.zero_stage == 0:
+            raise ValueError("offloading the optimizer needs ZeRO stage 1, 2 or 3")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpu_memory: int | None = None  # bytes per GPU; None: no fit question
+    cpu_memory: int | None = None  # bytes per node
+    gpu_name: str | None = None
+    bf16: bool | None = None  # whether the GPU computes in bf16 (None: unknown)
+
+
+@dataclass
+class Estimate:
+    per_gpu: dict[str, int]  # BREAKDOWN_KEYS
+    cpu_per_node: int
+    fits: bool | None
+    max_micro_batch: int | None
+    headroom: int | None  # gpu_memory - total (negative when it does not fit)
+    cpu_headroom: int | None
+    buffers: dict[str, int]
+    overhead: dict[str, int]
+    activations: activations.Activations
+    model: ModelShape
+    setup: TrainingSetup
+    hardware: Hardware
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.per_gpu["total"]
+
+
+def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardware(), *,
+             measured_activations: int | None = None) -> Estimate:
+    """Per-GPU memory for training `model` with `setup`, and whether it fits `hardware`.
+
+    `measured_activations` replaces the analytic activation figure at the setup's micro batch
+    (from `--profile`); the largest micro batch is then found by scaling it linearly.
+    """
+    setup.check()
+    notes: list[str] = []
+    if setup.offload_param != "none" and setup.zero_stage != 3:
+        notes.append("offload_param only works at ZeRO stage 3; DeepSpeed ignores it here")
+    if setup.precision == "bf16" and hardware.bf16 is False:
+        notes.append(f"{hardware.gpu_name or 'this GPU'} has no bf16: DeepSpeed raises 'Type bf16 is not supported "
+                     "on your device'; use fp16")
+    if setup.attention == "flash" and setup.precision == "fp32":
+        notes.append("flash attention kernels need bf16/fp16; fp32 runs SDPA's memory-efficient kernel, which "
+                     "keeps the same tensors")
+    states = memory.model_states(model, precision=setup.precision, optimizer=setup.optimizer,
+                                 stage=setup.zero_stage, gpus=setup.gpus, nodes=setup.nodes,
+                                 offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param,
+                                 zero_init=setup.zero_init)
+    bufs = memory.buffers(model, precision=setup.precision, stage=setup.zero_stage, gpus=setup.gpus,
+                          nodes=setup.nodes, buckets=setup.buckets, offload_param=setup.offload_param)
+
+    def at(batch: int):
+        acts = activations.estimate(model, batch=batch, seq_len=setup.seq_len, precision=setup.precision,
+                                    checkpointing=setup.gradient_checkpointing, attention=setup.attention)
+        gpu_acts, cpu_acts = acts.total, 0
+        if measured_activations is not None:
+            gpu_acts = measured_activations * batch // setup.micro_batch
+        elif setup.gradient_checkpointing and setup.cpu_checkpointing:
+            inputs = _layer_inputs(model, batch, setup)
+            gpu_acts, cpu_acts = acts.total - inputs, inputs
+        # the loss's backward runs while everything is still saved; layers are recomputed only after
+        # the loss tensors are freed, so only the part of the temporary above the recompute adds
+        recompute = acts.recompute if measured_activations is None else 0
+        over = memory.overhead(world=setup.world_size,
+                               transient=max(0, _transient(model, batch, setup) - recompute))
+        per_gpu = {"parameters": states.parameters, "gradients": states.gradients,
+                   "optimizer_states": states.optimizer_states, "activations": gpu_acts,
+                   "buffers": sum(bufs.values()), "overhead": sum(over.values())}
+        per_gpu["total"] = sum(per_gpu.values())
+        return per_gpu, acts, over, cpu_acts
+
+    per_gpu, acts, over, cpu_acts = at(setup.micro_batch)
+    notes.extend(acts.notes)
+    cpu = states.cpu_per_node + cpu_acts * setup.gpus
+    headroom = cpu_headroom = None
+    fits = max_batch = None
+    if hardware.gpu_memory is not None:
+        headroom = hardware.gpu_memory - per_gpu["total"]
+        fits = headroom >= 0
+        max_batch = _largest_batch(lambda b: at(b)[0]["total"] <= hardware.gpu_memory)
+    if hardware.cpu_memory is not None:
+        cpu_headroom = hardware.cpu_memory - cpu
+        fits = (fits is not False) and cpu_headroom >= 0
+    return Estimate(per_gpu, cpu, fits, max_batch, headroom, cpu_headroom, bufs, over, acts, model, setup,
+                    hardware, notes)
+
+
+def _layer_inputs(model: ModelShape, batch: int, setup: TrainingSetup) -> int:
+    """Bytes of the per-layer inputs checkpointing keeps (what cpu_checkpointing moves to the CPU)."""
+    dt = activations.DTYPE_BYTES[setup.precision]
+    layers = model.layers + model.decoder_layers
+    return layers * dt * batch * model.tokens_per_sample(setup.seq_len) * model.hidden
+
+
+def _transient(model: ModelShape, batch: int, setup: TrainingSetup) -> int:
+    """The largest short-lived tensor pair of the step: in backward, the gradient of the fp32
+    log-softmax and of its input (2 × 4·t·V bytes) exist while the saved activations still do."""
+    if model.family == "vit":
+        return 0
+    tokens = batch * model.tokens_per_sample(setup.seq_len)
+    if model.family == "t5":
+        dt = activations.DTYPE_BYTES[setup.precision]
+        return 2 * dt * tokens * model.vocab
+    return 8 * tokens * model.vocab
+
+
+def _largest_batch(fits) -> int:
+    """The largest micro batch b >= 1 with fits(b) (memory grows with b), 0 if not even 1 fits."""
+    if not fits(1):
+        return 0
+    low, high = 1, 2
+    while high <= MAX_MICRO_BATCH and fits(high):
+        low, high = high, high * 2
+    if high > MAX_MICRO_BATCH:
+        return MAX_MICRO_BATCH
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def with_micro_batch(setup: TrainingSetup, micro_batch: int) -> TrainingSetup:
+    return replace(setup, micro_batch=micro_batch)

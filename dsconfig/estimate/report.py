@@ -1,0 +1,109 @@
+"""Show an Estimate: a readable table, or one JSON object (`--format json`)."""
+
+from __future__ import annotations
+
+import json
+
+from .estimator import BREAKDOWN_KEYS, Estimate
+
+GIB = 1 << 30
+LABELS = {"parameters": "parameters", "gradients": "gradients", "optimizer_states": "optimizer states",
+          "activations": "activations", "buffers": "DeepSpeed buffers", "overhead": "framework overhead",
+          "total": "total"}
+
+
+def gib(value: int) -> str:
+    return f"{value / GIB:,.2f} GiB"
+
+
+def count(n: int) -> str:
+    for size, suffix in ((10 ** 12, "T"), (10 ** 9, "B"), (10 ** 6, "M"), (10 ** 3, "K")):
+        if n >= size:
+            return f"{n / size:.2f}{suffix}"
+    return str(n)
+
+
+def describe_setup(e: Estimate) -> list[str]:
+    m, s = e.model, e.setup
+    name = m.name or m.family
+    model = f"{name}: {count(m.parameters)} parameters ({m.parameters:,}), largest layer {count(m.largest_layer_params)}"
+    ckpt = "gradient checkpointing" + (" (inputs on CPU)" if s.cpu_checkpointing else "") \
+        if s.gradient_checkpointing else "no checkpointing"
+    tokens = m.tokens_per_sample(s.seq_len)
+    seq = f"{tokens} patches+CLS" if m.family == "vit" else f"seq {s.seq_len}"
+    training = (f"{s.precision}, micro batch {s.micro_batch} × {seq}, {e.activations.attention} attention, {ckpt}, "
+                f"{s.optimizer}")
+    offload = []
+    if s.offload_optimizer != "none":
+        offload.append(f"optimizer → {s.offload_optimizer}")
+    if s.offload_param != "none":
+        offload.append(f"parameters → {s.offload_param}")
+    zero = f"ZeRO-{s.zero_stage}" + (f" (offload {', '.join(offload)})" if offload else "")
+    world = f"{s.nodes} node{'s' if s.nodes > 1 else ''} × {s.gpus} GPU{'s' if s.gpus > 1 else ''}"
+    return [model, training, f"{zero} on {world}"]
+
+
+def table(e: Estimate) -> str:
+    lines = describe_setup(e)
+    rows: list[tuple[str, str]] = []
+    for key in BREAKDOWN_KEYS[:-1]:
+        rows.append((LABELS[key], gib(e.per_gpu[key])))
+        detail = e.buffers if key == "buffers" else e.overhead if key == "overhead" else {}
+        if key == "activations":
+            a = e.activations
+            detail = {"saved at end of forward": a.kept, "one layer recomputed": a.recompute} if a.recompute else {}
+            if a.loss:
+                detail = dict(detail, **{"of which logits/loss": a.loss})
+        for name, value in detail.items():
+            rows.append((f"  {name}", gib(value)))
+    rows.append(("total", gib(e.per_gpu["total"])))
+    if e.hardware.gpu_memory is not None:
+        label = f"GPU memory{f' ({e.hardware.gpu_name})' if e.hardware.gpu_name else ''}"
+        rows.append((label, gib(e.hardware.gpu_memory)))
+        rows.append(("headroom", gib(e.headroom)))
+    width = max(len(label) for label, _ in rows)
+    out = [*lines, "", "per GPU"]
+    out += [f"  {label:<{width}}  {value:>14}" for label, value in rows]
+    out += ["", "CPU per node", f"  {'model states and buffers':<{width}}  {gib(e.cpu_per_node):>14}"]
+    if e.hardware.cpu_memory is not None:
+        out.append(f"  {'CPU memory':<{width}}  {gib(e.hardware.cpu_memory):>14}")
+        out.append(f"  {'headroom':<{width}}  {gib(e.cpu_headroom):>14}")
+    out.append("")
+    if e.fits is None:
+        out.append("fits: unknown (give --gpu-mem or --gpu)")
+    else:
+        out.append(f"fits: {'yes' if e.fits else 'no'}")
+    if e.max_micro_batch is not None:
+        out.append(f"largest micro batch that fits: {e.max_micro_batch}")
+    out += [f"note: {note}" for note in e.notes]
+    return "\n".join(out) + "\n"
+
+
+def as_dict(e: Estimate) -> dict:
+    m, s = e.model, e.setup
+    return {
+        "model": {"name": m.name or None, "family": m.family, "parameters": m.parameters,
+                  "largest_layer_parameters": m.largest_layer_params, "layers": m.layers, "hidden_size": m.hidden,
+                  "attention_heads": m.heads, "key_value_heads": m.kv_heads, "intermediate_size": m.intermediate,
+                  "vocab_size": m.vocab, "tied_embeddings": m.tied_embeddings},
+        "setup": {"seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
+                  "gradient_checkpointing": s.gradient_checkpointing, "attention": e.activations.attention,
+                  "optimizer": s.optimizer, "gpus": s.gpus, "nodes": s.nodes, "zero_stage": s.zero_stage,
+                  "offload_optimizer": s.offload_optimizer, "offload_param": s.offload_param},
+        "per_gpu_bytes": {key: e.per_gpu[key] for key in BREAKDOWN_KEYS},
+        "cpu_bytes_per_node": e.cpu_per_node,
+        "fits": e.fits,
+        "max_micro_batch": e.max_micro_batch,
+        "gpu_memory_bytes": e.hardware.gpu_memory,
+        "cpu_memory_bytes": e.hardware.cpu_memory,
+        "headroom_bytes": e.headroom,
+        "buffers_bytes": dict(e.buffers),
+        "overhead_bytes": dict(e.overhead),
+        "activation_bytes": {"kept_after_forward": e.activations.kept, "recomputed_layer": e.activations.recompute,
+                             "loss": e.activations.loss},
+        "notes": list(e.notes),
+    }
+
+
+def as_json(e: Estimate) -> str:
+    return json.dumps(as_dict(e), indent=2) + "\n"

@@ -1,0 +1,435 @@
+"""A model's shape (what memory depends on) and how to read it from a Hugging Face config.json.
+
+`ModelShape` carries the numbers the estimator needs: layer count and widths, attention heads and
+K/V heads, MLP width and kind, vocabulary, tied embeddings, dropout rates, and the architecture
+family whose activation formula applies. `from_hf_config` derives it from a config.json dict with
+the same defaults transformers uses, and counts the parameters exactly (the tests compare the
+count with the real model class instantiated on the meta device). `from_params` builds a plausible
+decoder-only shape around a bare parameter count ("7B").
+
+Standard library only: this module is on the fast `dsconfig estimate` path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+# Families with their own activation formula (activations.py). The model_types that share a
+# family's layer code map to it.
+LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral", "phi3")
+FAMILIES = LLAMA_LIKE + ("gemma2", "gpt2", "falcon", "bloom", "t5", "vit")
+
+# transformers implements no flash attention for these (BLOOM has ALiBi inside its eager kernel,
+# T5 adds a learned position bias to the scores).
+NO_FLASH = ("bloom", "t5")
+# These call the attention kernel themselves rather than through transformers' AttentionInterface.
+NO_INTERFACE = ("falcon", "bloom")
+
+TRAINING_CLASS = {"t5": "T5ForConditionalGeneration", "vit": "ViTForImageClassification"}
+
+
+class ShapeError(ValueError):
+    """The config cannot be turned into a shape (missing or unsupported fields)."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    family: str  # one of FAMILIES, or "generic" for a shape built from a parameter count
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int  # MLP width (per expert for MoE)
+    vocab: int
+    tied_embeddings: bool = True
+    mlp: str = "swiglu"  # swiglu | gelu | gelu_new | relu | gated-gelu
+    experts: int = 0  # MoE: experts per layer (0 = dense)
+    experts_per_token: int = 0
+    decoder_layers: int = 0  # encoder-decoder (T5): decoder blocks; `layers` are the encoder's
+    image_size: int = 0  # ViT
+    patch_size: int = 0
+    channels: int = 3
+    labels: int = 0  # classifier outputs (ViT)
+    max_positions: int = 0
+    dropout: dict = field(default_factory=dict)  # site -> probability: embedding, attention, residual, mlp
+    extra: dict = field(default_factory=dict)  # family-specific switches (falcon layout, gemma soft-capping...)
+    parameters: int = 0  # exact unique parameter count
+    largest_layer_params: int = 0  # DeepSpeed's largest layer: the biggest module's direct parameters
+    config: dict | None = None  # the config.json dict it came from (for --profile)
+    name: str = ""
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    def tokens_per_sample(self, seq_len: int) -> int:
+        """Sequence positions one sample occupies: seq_len, or the patch count + [CLS] for ViT."""
+        if self.family == "vit":
+            return (self.image_size // self.patch_size) ** 2 + 1
+        return seq_len
+
+    def drop(self, site: str) -> float:
+        return float(self.dropout.get(site, 0.0) or 0.0)
+
+    def with_dropout(self, probability: float | None) -> ModelShape:
+        """The same shape with every dropout rate set to `probability` (None leaves them)."""
+        if probability is None:
+            return self
+        return replace(self, dropout={site: probability for site in self.dropout})
+
+
+def supports_flash(config: dict) -> bool:
+    return config["model_type"] not in NO_FLASH
+
+
+def uses_attention_interface(config: dict) -> bool:
+    return config["model_type"] not in NO_INTERFACE
+
+
+def input_kind(config: dict) -> str:
+    return "image" if config["model_type"] == "vit" else "text"
+
+
+def training_class(config: dict) -> str:
+    """The transformers class a training run builds for the config (its name)."""
+    model_type = config["model_type"]
+    if model_type in TRAINING_CLASS:
+        return TRAINING_CLASS[model_type]
+    return {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+            "mixtral": "MixtralForCausalLM", "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
+            "gpt2": "GPT2LMHeadModel", "falcon": "FalconForCausalLM", "bloom": "BloomForCausalLM"}[model_type]
+
+
+# -- config.json -> ModelShape ------------------------------------------------------------------
+
+def _get(config: dict, *keys, default=None):
+    for key in keys:
+        if config.get(key) is not None:
+            return config[key]
+    return default
+
+
+def _need(config: dict, *keys) -> int:
+    value = _get(config, *keys)
+    if value is None:
+        raise ShapeError(f"config.json has no {' / '.join(keys)}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ShapeError(f"config.json {keys[0]} must be a positive integer, got {value!r}")
+    return value
+
+
+def from_hf_config(config: dict, name: str = "") -> ModelShape:
+    """Derive the shape from a Hugging Face config.json dict (transformers' defaults for missing keys)."""
+    if not isinstance(config, dict):
+        raise ShapeError("config.json must hold a JSON object")
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise ShapeError("config.json has no model_type")
+    if model_type not in FAMILIES:
+        raise ShapeError(f"model_type {model_type!r} is not supported (supported: {', '.join(FAMILIES)}); "
+                         "use --params with shape flags, or --profile with --model-factory")
+    reader = globals()[f"_read_{model_type}"] if model_type not in LLAMA_LIKE else _read_llama_like
+    shape = reader(config)
+    total, largest = count_parameters(shape)
+    return replace(shape, parameters=total, largest_layer_params=largest, config=dict(config), name=name)
+
+
+def _read_llama_like(c: dict) -> ModelShape:
+    t = c["model_type"]
+    hidden = _need(c, "hidden_size")
+    heads = _need(c, "num_attention_heads")
+    kv = _get(c, "num_key_value_heads", default=heads)
+    head_dim = _get(c, "head_dim", default=hidden // heads)
+    defaults = {"llama": (11008, 32000, 32), "mistral": (14336, 32000, 32), "qwen2": (22016, 151936, 32),
+                "mixtral": (14336, 32000, 32), "phi3": (8192, 32064, 32)}[t]
+    extra = {"attention_bias": bool(_get(c, "attention_bias", default=False)),
+             "mlp_bias": bool(_get(c, "mlp_bias", default=False)),
+             "fused_qkv": t == "phi3",
+             "partial_rotary_factor": float(_get(c, "partial_rotary_factor", default=1.0))}
+    if t == "qwen2":
+        extra["qkv_bias"] = True  # Qwen2 always has q/k/v biases and none on o_proj
+    return ModelShape(
+        family=t, layers=_get(c, "num_hidden_layers", default=defaults[2]), hidden=hidden, heads=heads,
+        kv_heads=kv, head_dim=head_dim, intermediate=_get(c, "intermediate_size", default=defaults[0]),
+        vocab=_get(c, "vocab_size", default=defaults[1]),
+        tied_embeddings=bool(_get(c, "tie_word_embeddings", default=False)), mlp="swiglu",
+        experts=_get(c, "num_local_experts", default=8) if t == "mixtral" else 0,
+        experts_per_token=_get(c, "num_experts_per_tok", default=2) if t == "mixtral" else 0,
+        max_positions=_get(c, "max_position_embeddings", default=4096),
+        dropout={"attention": _get(c, "attention_dropout", default=0.0),
+                 **({"embedding": _get(c, "embd_pdrop", default=0.0),
+                     "residual": _get(c, "resid_pdrop", default=0.0)} if t == "phi3" else {})},
+        extra=extra)
+
+
+def _read_gemma2(c: dict) -> ModelShape:
+    hidden = _get(c, "hidden_size", default=2304)
+    heads = _get(c, "num_attention_heads", default=8)
+    return ModelShape(
+        family="gemma2", layers=_get(c, "num_hidden_layers", default=26), hidden=hidden, heads=heads,
+        kv_heads=_get(c, "num_key_value_heads", default=4), head_dim=_get(c, "head_dim", default=256),
+        intermediate=_get(c, "intermediate_size", default=9216), vocab=_get(c, "vocab_size", default=256000),
+        tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)), mlp="geglu",
+        max_positions=_get(c, "max_position_embeddings", default=8192),
+        dropout={"attention": _get(c, "attention_dropout", default=0.0)},
+        extra={"attn_softcap": _get(c, "attn_logit_softcapping", default=50.0),
+               "final_softcap": _get(c, "final_logit_softcapping", default=30.0),
+               "attention_bias": bool(_get(c, "attention_bias", default=False))})
+
+
+def _read_gpt2(c: dict) -> ModelShape:
+    hidden = _get(c, "n_embd", "hidden_size", default=768)
+    heads = _get(c, "n_head", "num_attention_heads", default=12)
+    return ModelShape(
+        family="gpt2", layers=_get(c, "n_layer", "num_hidden_layers", default=12), hidden=hidden, heads=heads,
+        kv_heads=heads, head_dim=hidden // heads, intermediate=_get(c, "n_inner", default=4 * hidden),
+        vocab=_get(c, "vocab_size", default=50257), tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)),
+        mlp="gelu_new" if _get(c, "activation_function", default="gelu_new") == "gelu_new" else "gelu",
+        max_positions=_get(c, "n_positions", default=1024),
+        dropout={"embedding": _get(c, "embd_pdrop", default=0.1), "attention": _get(c, "attn_pdrop", default=0.1),
+                 "residual": _get(c, "resid_pdrop", default=0.1)})
+
+
+def _read_falcon(c: dict) -> ModelShape:
+    hidden = _get(c, "hidden_size", default=4544)
+    heads = _get(c, "num_attention_heads", "n_head", default=71)
+    new_arch = bool(_get(c, "new_decoder_architecture", default=False))
+    multi_query = bool(_get(c, "multi_query", default=True))
+    if new_arch:
+        kv = _get(c, "num_kv_heads", default=heads)
+    else:
+        kv = 1 if multi_query else heads
+    if _get(c, "alibi", default=False):
+        raise ShapeError("Falcon with alibi=true is not supported")
+    return ModelShape(
+        family="falcon", layers=_get(c, "num_hidden_layers", "n_layer", default=32), hidden=hidden, heads=heads,
+        kv_heads=kv, head_dim=hidden // heads, intermediate=_get(c, "ffn_hidden_size", default=4 * hidden),
+        vocab=_get(c, "vocab_size", default=65024), tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)),
+        mlp="gelu", max_positions=_get(c, "max_position_embeddings", default=2048),
+        dropout={"attention": _get(c, "attention_dropout", default=0.0),
+                 "residual": _get(c, "hidden_dropout", default=0.0)},
+        extra={"new_decoder_architecture": new_arch, "multi_query": multi_query,
+               "parallel_attn": bool(_get(c, "parallel_attn", default=True)), "bias": bool(_get(c, "bias", default=False)),
+               "num_ln_in_parallel_attn": _get(c, "num_ln_in_parallel_attn", default=2 if new_arch else 1)})
+
+
+def _read_bloom(c: dict) -> ModelShape:
+    hidden = _get(c, "hidden_size", "n_embed", default=64)
+    heads = _get(c, "n_head", "num_attention_heads", default=8)
+    return ModelShape(
+        family="bloom", layers=_get(c, "n_layer", "num_hidden_layers", default=2), hidden=hidden, heads=heads,
+        kv_heads=heads, head_dim=hidden // heads, intermediate=4 * hidden, vocab=_get(c, "vocab_size", default=250880),
+        tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)), mlp="gelu",
+        dropout={"attention": _get(c, "attention_dropout", default=0.0),
+                 "residual": _get(c, "hidden_dropout", default=0.0)})
+
+
+def _read_t5(c: dict) -> ModelShape:
+    d_model = _get(c, "d_model", default=512)
+    heads = _get(c, "num_heads", default=8)
+    layers = _get(c, "num_layers", default=6)
+    proj = _get(c, "feed_forward_proj", default="relu")
+    if proj not in ("relu", "gated-gelu", "gated-relu", "gelu"):
+        raise ShapeError(f"T5 feed_forward_proj {proj!r} is not supported")
+    return ModelShape(
+        family="t5", layers=layers, hidden=d_model, heads=heads, kv_heads=heads, head_dim=_get(c, "d_kv", default=64),
+        intermediate=_get(c, "d_ff", default=2048), vocab=_get(c, "vocab_size", default=32128),
+        # transformers 5 always ties T5's lm_head to the shared embedding; a false tie_word_embeddings
+        # (T5 v1.1, FLAN-T5) now only turns off the d_model**-0.5 scaling of the decoder output
+        tied_embeddings=True,
+        mlp={"relu": "relu", "gelu": "gelu", "gated-gelu": "gated-gelu", "gated-relu": "gated-relu"}[proj],
+        decoder_layers=_get(c, "num_decoder_layers", default=layers),
+        dropout={"all": _get(c, "dropout_rate", default=0.1)},
+        extra={"buckets": _get(c, "relative_attention_num_buckets", default=32),
+               "scale_decoder_outputs": c.get("tie_word_embeddings") is not False})
+
+
+def _read_vit(c: dict) -> ModelShape:
+    hidden = _get(c, "hidden_size", default=768)
+    heads = _get(c, "num_attention_heads", default=12)
+    labels = _get(c, "num_labels", default=None)
+    if labels is None:
+        labels = len(c["id2label"]) if isinstance(c.get("id2label"), dict) else 2
+    return ModelShape(
+        family="vit", layers=_get(c, "num_hidden_layers", default=12), hidden=hidden, heads=heads, kv_heads=heads,
+        head_dim=hidden // heads, intermediate=_get(c, "intermediate_size", default=3072), vocab=0,
+        tied_embeddings=False, mlp="gelu", image_size=_get(c, "image_size", default=224),
+        patch_size=_get(c, "patch_size", default=16), channels=_get(c, "num_channels", default=3), labels=labels,
+        dropout={"attention": _get(c, "attention_probs_dropout_prob", default=0.0),
+                 "residual": _get(c, "hidden_dropout_prob", default=0.0)},
+        extra={"qkv_bias": bool(_get(c, "qkv_bias", default=True))})
+
+
+# -- parameter counts ---------------------------------------------------------------------------
+
+def count_parameters(shape: ModelShape) -> tuple[int, int]:
+    """(unique parameters, largest module's direct parameters), as transformers builds the model.
+
+    Each family lists its modules' direct parameter counts; the total is their sum (a tied LM head
+    is the embedding, counted once) and the largest layer their maximum, exactly what DeepSpeed's
+    `_all_live` estimators compute from a live model.
+    """
+    modules = _module_params(shape)
+    return sum(modules), max(modules)
+
+
+def _linear(n_in: int, n_out: int, bias: bool = False) -> int:
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _module_params(s: ModelShape) -> list[int]:
+    h, V = s.hidden, s.vocab
+    f = s.family
+    mods: list[int] = []
+    if f in LLAMA_LIKE or f == "gemma2":
+        x = s.extra
+        qkv_bias = x.get("qkv_bias", False) or x.get("attention_bias", False)
+        o_bias = x.get("attention_bias", False)
+        layer: list[int] = []
+        if x.get("fused_qkv"):
+            layer.append(_linear(h, s.q_dim + 2 * s.kv_dim, qkv_bias))
+        else:
+            layer += [_linear(h, s.q_dim, qkv_bias), _linear(h, s.kv_dim, qkv_bias), _linear(h, s.kv_dim, qkv_bias)]
+        layer.append(_linear(s.q_dim, h, o_bias))
+        if s.experts:
+            layer += [s.experts * h,  # router
+                      s.experts * 2 * s.intermediate * h + s.experts * h * s.intermediate]  # experts' 3D weights
+        elif x.get("fused_qkv"):  # phi3: gate_up_proj fused
+            layer += [_linear(h, 2 * s.intermediate), _linear(s.intermediate, h)]
+        else:
+            mb = x.get("mlp_bias", False)
+            layer += [_linear(h, s.intermediate, mb), _linear(h, s.intermediate, mb), _linear(s.intermediate, h, mb)]
+        layer += [h] * (4 if f == "gemma2" else 2)  # RMSNorm weights
+        mods += [V * h] + layer * s.layers + [h]
+        if not s.tied_embeddings:
+            mods.append(V * h)
+    elif f == "gpt2":
+        layer = [2 * h, _linear(h, 3 * h, True), _linear(h, h, True), 2 * h,
+                 _linear(h, s.intermediate, True), _linear(s.intermediate, h, True)]
+        mods += [V * h, s.max_positions * h] + layer * s.layers + [2 * h]
+        if not s.tied_embeddings:
+            mods.append(V * h)
+    elif f == "falcon":
+        x = s.extra
+        bias = x["bias"]
+        if x["new_decoder_architecture"] or x["multi_query"]:
+            qkv_out = s.q_dim + 2 * s.kv_dim
+        else:
+            qkv_out = 3 * h
+        layer = [_linear(h, qkv_out, bias), _linear(h, h, bias), _linear(h, s.intermediate, bias),
+                 _linear(s.intermediate, h, bias)]
+        if x["new_decoder_architecture"] and x["num_ln_in_parallel_attn"] == 2:
+            layer += [2 * h, 2 * h]
+        else:
+            layer += [2 * h]
+            if not x["parallel_attn"]:
+                layer += [2 * h]
+        mods += [V * h] + layer * s.layers + [2 * h]
+        if not s.tied_embeddings:
+            mods.append(V * h)
+    elif f == "bloom":
+        layer = [2 * h, _linear(h, 3 * h, True), _linear(h, h, True), 2 * h,
+                 _linear(h, 4 * h, True), _linear(4 * h, h, True)]
+        mods += [V * h, 2 * h] + layer * s.layers + [2 * h]
+        if not s.tied_embeddings:
+            mods.append(V * h)
+    elif f == "t5":
+        inner = s.q_dim
+        attention = [h * inner] * 4
+        ff = [h * s.intermediate] * (2 if s.mlp.startswith("gated") else 1) + [s.intermediate * h]
+        bias_table = s.extra["buckets"] * s.heads
+        mods.append(V * h)
+        for stack_layers, cross in ((s.layers, False), (s.decoder_layers, True)):
+            for i in range(stack_layers):
+                mods += attention + [h] + ([bias_table] if i == 0 else [])
+                if cross:
+                    mods += attention + [h]
+                mods += ff + [h]
+            mods.append(h)  # final layer norm
+        if not s.tied_embeddings:
+            mods.append(V * h)
+    elif f == "vit":
+        patches = (s.image_size // s.patch_size) ** 2
+        bias = s.extra.get("qkv_bias", True)
+        mods += [h + (patches + 1) * h, _linear(s.channels * s.patch_size ** 2, h, True)]
+        layer = [_linear(h, h, bias)] * 3 + [_linear(h, h, True), _linear(h, s.intermediate, True),
+                                            _linear(s.intermediate, h, True), 2 * h, 2 * h]
+        mods += layer * s.layers + [2 * h, _linear(h, s.labels, True)]
+    elif f == "generic":
+        mods += [s.parameters] if not s.layers else _generic_modules(s)
+    else:
+        raise ShapeError(f"no parameter count for family {f!r}")
+    return mods
+
+
+def _generic_modules(s: ModelShape) -> list[int]:
+    h = s.hidden
+    layer = [h * s.q_dim, h * s.kv_dim, h * s.kv_dim, s.q_dim * h] + [h * s.intermediate] * 3 + [h, h]
+    mods = [s.vocab * h] + layer * s.layers + [h]
+    if not s.tied_embeddings:
+        mods.append(s.vocab * h)
+    return mods
+
+
+# -- --params 7B --------------------------------------------------------------------------------
+
+_SUFFIX = {"": 1, "K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12}
+
+
+def parse_count(text: str) -> int:
+    """`7B`, `6.7b`, `350M`, `124439808` -> an integer parameter count."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMbBgGtT]?)\s*", str(text))
+    if not match:
+        raise ShapeError(f"cannot read {text!r} as a parameter count (use e.g. 7B, 350M or 124439808)")
+    value = float(match.group(1)) * _SUFFIX[match.group(2).upper()]
+    if value < 1:
+        raise ShapeError(f"parameter count must be positive, got {text!r}")
+    return int(round(value))
+
+
+def from_params(total: int, *, layers: int | None = None, hidden: int | None = None, heads: int | None = None,
+                kv_heads: int | None = None, intermediate: int | None = None, vocab: int | None = None,
+                tied: bool = False, largest_layer: int | None = None, name: str = "") -> ModelShape:
+    """A Llama-style decoder of about `total` parameters; given flags win over the derived values.
+
+    The model-state terms use `total` exactly; the shape only feeds the activation estimate, which
+    is then as good as the guessed widths. Llama's proportions: 12·h² per layer (attention 4·h²,
+    SwiGLU 3·h·8h/3), head dim 128, and about h/128 layers.
+    """
+    vocab = vocab or 32000
+    embeddings = 1 if tied else 2
+    if hidden is None:
+        if layers is not None:  # 12·L·h² + e·V·h = total
+            root = math.sqrt((embeddings * vocab) ** 2 + 48 * layers * total)
+            hidden = _round_width((root - embeddings * vocab) / (24 * layers))
+        else:
+            hidden = min((_round_width(h) for h in range(64, 65536 + 1, 64)),
+                         key=lambda h: abs(12 * max(1, round(h / 128)) * h * h + embeddings * vocab * h - total))
+    if layers is None:
+        layers = max(1, round((total - embeddings * vocab * hidden) / (12 * hidden * hidden)))
+    head_dim = 128 if hidden % 128 == 0 else 64 if hidden % 64 == 0 else hidden
+    heads = heads or max(1, hidden // head_dim)
+    kv_heads = kv_heads or heads
+    if hidden % heads:
+        raise ShapeError(f"--hidden {hidden} is not divisible by --heads {heads}")
+    if heads % kv_heads:
+        raise ShapeError(f"--heads {heads} is not divisible by --kv-heads {kv_heads}")
+    intermediate = intermediate or int(8 * hidden / 3 + 255) // 256 * 256
+    shape = ModelShape(family="llama", layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
+                       head_dim=hidden // heads, intermediate=intermediate, vocab=vocab, tied_embeddings=tied,
+                       mlp="swiglu", dropout={"attention": 0.0}, extra={}, name=name)
+    _, derived_largest = count_parameters(shape)
+    return replace(shape, parameters=total, largest_layer_params=largest_layer or derived_largest)
+
+
+def _round_width(width: float) -> int:
+    """A plausible hidden size near `width`: a multiple of 128 (64 for small models)."""
+    step = 128 if width >= 512 else 64
+    return max(64, int(round(width / step)) * step)

@@ -1,0 +1,1 @@
+"""Test-only models for `dsconfig estimate --model-factory` (any torch.nn.Module)."""
