@@ -1,52 +1,27 @@
 #!/usr/bin/env python3
 """Cold `dsconfig estimate` (no --profile): whole processes started from scratch, median of several.
 
-The target is a median under 150 ms. Each run is a fresh interpreter, as a user or a CI step runs
-the command; the first run warms the disk cache and is not counted. The script also checks that
-the run imported none of torch, transformers, deepspeed or accelerate.
+The target is a median under 150 ms (see timing.py for what "cold" means). The script also
+checks that the run imported none of torch, transformers, deepspeed or accelerate.
 
     python bench/estimate_speed.py [--runs 21] [-- extra estimate arguments]
-
-Until the command is registered in the `dsconfig` group it runs as `python -m dsconfig.estimate`;
-once `dsconfig estimate` exists that is timed instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from timing import dsconfig, summary, time_command
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ["--model", "llama-3-8b", "--seq-len", "4096", "--micro-batch", "2", "--zero-stage", "3",
                 "--gpus", "8", "--nodes", "2", "--gradient-checkpointing", "--gpu", "H100-80GB"]
 HEAVY = ("torch", "transformers", "deepspeed", "accelerate")
 TARGET_MS = 150.0
-
-
-def command() -> list[str]:
-    script = shutil.which("dsconfig")
-    if script:
-        probe = subprocess.run([script, "estimate", "--help"], capture_output=True, text=True)
-        if probe.returncode == 0:
-            return [script, "estimate"]
-    return [sys.executable, "-m", "dsconfig.estimate"]
-
-
-def time_runs(cmd: list[str], runs: int) -> list[float]:
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-    timings = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-        timings.append((time.perf_counter() - start) * 1000)
-        if result.returncode not in (0, 1):
-            sys.exit(f"estimate failed: {result.stderr.decode().strip()}")
-    return timings
 
 
 def heavy_imports(args: list[str]) -> list[str]:
@@ -71,12 +46,11 @@ def main() -> int:
     parser.add_argument("extra", nargs="*", help="estimate arguments (default: a Llama-3-8B ZeRO-3 question)")
     args = parser.parse_args()
     estimate_args = args.extra or DEFAULT_ARGS
-    cmd = command() + estimate_args
-    timings = time_runs(cmd, args.runs)
+    cmd = dsconfig("estimate", *estimate_args)
+    timings = time_command(cmd, args.runs, cwd=ROOT)
     median = statistics.median(timings)
     print(f"command: {' '.join(cmd)}")
-    print(f"cold dsconfig estimate  median {median:7.1f} ms   (min {min(timings):.1f}, max {max(timings):.1f}, "
-          f"{args.runs} runs; target < {TARGET_MS:.0f} ms)")
+    print(summary("dsconfig estimate", timings) + f"; target < {TARGET_MS:.0f} ms")
     heavy = heavy_imports(estimate_args)
     print(f"heavy imports on the estimate path: {', '.join(heavy) if heavy else 'none'}")
     return 0 if median < TARGET_MS and not heavy else 1

@@ -15,13 +15,13 @@ comparison (it is in the test extras); without it only dsconfig is timed.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from timing import dsconfig, summary, time_command
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILE = ROOT / "examples" / "ds_config_zero3.json"
@@ -36,23 +36,6 @@ DEEPSPEED_CHECK = (
 )
 
 
-def time_command(command: list[str], runs: int, env=None) -> list[float]:
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)  # warm the disk cache
-    timings = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        timings.append((time.perf_counter() - start) * 1000)
-    return timings
-
-
-def dsconfig_command(path: str) -> list[str]:
-    script = shutil.which("dsconfig")
-    if script:
-        return [script, "lint", path]
-    return [sys.executable, "-m", "dsconfig", "lint", path]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", nargs="?", default=str(DEFAULT_FILE))
@@ -61,22 +44,15 @@ def main() -> int:
     args = parser.parse_args()
     path = os.path.abspath(args.file)
 
-    ours = time_command(dsconfig_command(path), args.runs)
+    ours = time_command(dsconfig("lint", path), args.runs)
     print(f"file: {path}")
-    print(f"dsconfig lint      median {statistics.median(ours):7.1f} ms   "
-          f"(min {min(ours):.1f}, max {max(ours):.1f}, {args.runs} runs)")
-    try:
-        import importlib.util
-        available = importlib.util.find_spec("deepspeed") is not None
-    except Exception:
-        available = False
-    if not available:
+    print(summary("dsconfig lint", ours))
+    if importlib.util.find_spec("deepspeed") is None:
         print("deepspeed is not installed: install the test extras for the comparison")
         return 0
     theirs = time_command([sys.executable, "-c", DEEPSPEED_CHECK.format(path=path)], args.deepspeed_runs)
-    print(f"DeepSpeedConfig    median {statistics.median(theirs):7.1f} ms   "
-          f"(min {min(theirs):.1f}, max {max(theirs):.1f}, {args.deepspeed_runs} runs)")
-    print(f"ratio              dsconfig is {statistics.median(theirs) / statistics.median(ours):.1f}x faster")
+    print(summary("DeepSpeedConfig", theirs))
+    print(f"{'ratio':<22} dsconfig is {statistics.median(theirs) / statistics.median(ours):.1f}x faster")
     return 0
 
 

@@ -206,3 +206,26 @@ def test_python_dash_m_and_console_script_entry_point(tmp_path):
     result = subprocess.run([sys.executable, "-m", "dsconfig", "lint", path], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "file" in result.stderr  # the summary goes to stderr, findings to stdout
+
+
+def test_dataset_size_adds_steps_per_epoch_for_each_world_size(tmp_path):
+    config = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2,
+              "zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}
+    status, items = findings(tmp_path, config, "--dataset-size", "10000", "--world-size", "1,2,4")
+    table = [i for i in items if i["code"] == "DS705"]
+    assert [i["world_size"] for i in table] == [1, 2, 4] and status == 0
+    # 10000 samples, 8 per GPU per micro step, 2 micro steps per optimizer step: 625 steps on one GPU
+    assert "625" in table[0]["message"]
+
+
+def test_training_args_mismatch_quotes_the_trainer(tmp_path):
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4, "train_batch_size": "auto",
+              "zero_optimization": {"stage": 2}}
+    args = write(tmp_path, "args.json", {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 8})
+    status, items = findings(tmp_path, config, "--training-args", args, "--world-size", "2")
+    mismatch = next(i for i in items if i["code"] == "DS703")
+    assert "- ds gradient_accumulation_steps=4 vs hf gradient_accumulation_steps=8" in mismatch["message"]
+    assert mismatch["pointer"] == "/gradient_accumulation_steps" and status == 1
+    bad = write(tmp_path, "bad.json", "{not json")
+    result = run(write(tmp_path, "ds_config.json", config), "--training-args", bad)
+    assert result.exit_code == 2 and "Traceback" not in result.output

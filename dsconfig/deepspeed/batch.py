@@ -294,7 +294,8 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
     elif tbs is not None and mbs is None and gas is None and tbs % dp:
         detail = f": {tbs} samples do not split evenly over {dp} GPUs"
         if outcome.values[1] == 1:
-            detail += " (DeepSpeed would give each GPU 1 sample; BatchNorm layers need at least 2)"
+            detail += (" (DeepSpeed would give each GPU 1 sample, and a BatchNorm layer fails with "
+                       "\"Expected more than 1 value per channel when training\")")
     advice = "; ".join(s.text for s in options[:2])
     message = f"at world size {world_size}{detail}. DeepSpeed: {outcome.error}"
     if advice:

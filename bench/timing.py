@@ -1,0 +1,47 @@
+"""Whole-process timings shared by the bench scripts.
+
+"Cold" means a fresh interpreter per run, as a user or a CI step starts the command; the
+first run is not counted (it warms the disk cache and writes the bytecode cache, which an
+installed package has anyway: pip compiles it at install time). PYTHONDONTWRITEBYTECODE is
+dropped for the same reason, so an editable checkout is measured like an installed one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+
+def environment() -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def dsconfig(*args: str) -> list[str]:
+    """The installed console script (what users run), else `python -m dsconfig`."""
+    script = shutil.which("dsconfig")
+    return [script, *args] if script else [sys.executable, "-m", "dsconfig", *args]
+
+
+def time_command(command: list[str], runs: int, cwd=None, ok=(0, 1)) -> list[float]:
+    """Milliseconds per run; exits when the command fails with a status outside `ok`."""
+    env = environment()
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    timings = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+        timings.append((time.perf_counter() - start) * 1000)
+        if result.returncode not in ok:
+            sys.exit(f"{' '.join(command)} failed: {result.stderr.decode().strip()}")
+    return timings
+
+
+def summary(label: str, timings: list[float]) -> str:
+    return (f"{label:<22} median {statistics.median(timings):7.1f} ms   "
+            f"(min {min(timings):.1f}, max {max(timings):.1f}, {len(timings)} runs)")
