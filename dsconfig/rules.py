@@ -7,7 +7,7 @@ depends on the target (hjson vs json.load, who fills "auto"), that shows in a fi
   DS0xx file and syntax       DS1xx keys and values      DS2xx batch arithmetic
   DS3xx ZeRO and offload      DS4xx precision and dtypes DS5xx optimizer and scheduler
   DS6xx other sections        DS7xx target integration ("auto", Trainer, Lightning)
-  ACCxxx Accelerate config files (YAML)
+  DS9xx dsconfig itself       ACCxxx Accelerate config files (YAML)
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ _TABLE = [
      "A concrete value the HF Trainer compares with TrainingArguments and rejects as a mismatch"),
     ("DS704", "auto-filled", "info", "What the HF Trainer / Accelerate fill an \"auto\" value with"),
     ("DS705", "steps-per-epoch", "info", "Optimizer steps per epoch and samples per GPU at each world size"),
+    # -- dsconfig itself ---------------------------------------------------------------------
+    ("DS900", "unused-suppression", "warning", "A suppression in the dsconfig configuration matched nothing"),
     # -- Accelerate config files ------------------------------------------------------------
     ("ACC001", "unknown-top-level-key", "error", "Unknown top-level key; Accelerate refuses to load the config"),
     ("ACC002", "ignored-deepspeed-key", "warning",
