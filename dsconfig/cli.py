@@ -17,6 +17,8 @@ class LazyGroup(click.Group):
     lazy = {
         "lint": "dsconfig.commands.lint:lint",
         "estimate": "dsconfig.estimate.command:estimate",
+        "rules": "dsconfig.commands.rules:rules",
+        "rule": "dsconfig.commands.rules:rule",
     }
 
     def list_commands(self, ctx):

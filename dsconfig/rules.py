@@ -14,12 +14,49 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# docs/rules.md on the default branch; every rule's help URL is an anchor in it (SARIF helpUri).
+DOCS_URL = "https://github.com/dsconfig/dsconfig/blob/main/docs/rules.md"
+
+# (code prefix, heading) in the order docs/rules.md and `dsconfig rules` show them.
+AREAS = (
+    ("DS0", "DS0xx file and syntax"),
+    ("DS1", "DS1xx keys and values"),
+    ("DS2", "DS2xx batch arithmetic"),
+    ("DS3", "DS3xx ZeRO and offload"),
+    ("DS4", "DS4xx precision and dtypes"),
+    ("DS5", "DS5xx optimizer and scheduler"),
+    ("DS6", "DS6xx other sections"),
+    ("DS7", "DS7xx target integration"),
+    ("DS9", "DS9xx dsconfig itself"),
+    ("ACC", "ACCxxx Accelerate config files"),
+)
+
 
 class Rule(NamedTuple):
     code: str
     name: str
     severity: str  # error | warning | info
     summary: str
+
+    @property
+    def anchor(self) -> str:
+        """The rule's heading anchor in docs/rules.md (GitHub's slug of "DS202 batch-mismatch")."""
+        return f"{self.code.lower()}-{self.name}"
+
+    @property
+    def url(self) -> str:
+        """Stable help URL: the rule's section of docs/rules.md."""
+        return f"{DOCS_URL}#{self.anchor}"
+
+    @property
+    def area(self) -> str:
+        return next(title for prefix, title in AREAS if self.code.startswith(prefix))
+
+    @property
+    def docs(self):
+        """What it does, why it matters, examples and fix (dsconfig.ruledocs.RuleDoc), loaded on first use."""
+        from .ruledocs import DOCS
+        return DOCS[self.code]
 
 
 _TABLE = [
@@ -105,11 +142,11 @@ _TABLE = [
     ("DS602", "data-efficiency", "error", "An enabled data_efficiency feature lacks a required key"),
     ("DS603", "autotuning", "error", "Invalid autotuning section"),
     ("DS604", "tensor-parallel", "error", "Invalid tensor_parallel settings"),
-    ("DS605", "section-type", "error", "A section of the wrong type crashes DeepSpeed while parsing"),
+    ("DS605", "section-type", "error", "A section of the wrong type crashes DeepSpeed or its integration"),
     ("DS606", "pipeline-flags", "error", "pipeline.pipe_partitioned / grad_partitioned must be real booleans"),
     ("DS607", "vocabulary-size", "warning", "vocabulary_size not a multiple of 8 (tensor-core alignment)"),
     # -- target integration -----------------------------------------------------------------
-    ("DS700", "auto-unresolved", "error", "\"auto\" that this target never fills; the run fails"),
+    ("DS700", "auto-unresolved", "error", "\"auto\" that this target never fills reaches code that cannot use it"),
     ("DS701", "lightning-gradient-accumulation", "error",
      "Lightning sets gradient_accumulation_steps itself and rejects it in the config"),
     ("DS702", "zero-section-required", "error", "The HF Trainer / Accelerate integration needs zero_optimization"),

@@ -264,7 +264,7 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
                         "/sequence_parallel_size", fails_in=PARSE, world_size=world_size)]
     values = _values(config, auto_filled)
     outcome = resolve(*values, dp)
-    if isinstance(dp, float):
+    if isinstance(dp, float) and not dp.is_integer():  # 8 / 4 = 2.0 is a float but divides evenly
         sp = config["sequence_parallel_size"]
         findings.append(Finding(
             "DS206", f"sequence_parallel_size {sp} does not divide world size {world_size}: DeepSpeed's "
@@ -350,13 +350,15 @@ def check_without_world_size(config: dict, auto_filled: frozenset = frozenset())
         return []
     tbs, mbs, gas = (as_int(v) if v is not None else None for v in _values(config, auto_filled))
     if not sizes:
-        unit_parts = [str(p) for p in (mbs, gas) if p is not None]
+        factors = [(n, p) for n, p in ((MBS, mbs), (GAS, gas)) if p is not None]
         unit = (mbs or 1) * (gas or 1)
-        names = " × ".join(n for n, p in ((MBS, mbs), (GAS, gas)) if p is not None)
+        if len(factors) == 1:
+            of = f"{factors[0][0]} ({unit})"
+        else:
+            of = f"{' × '.join(n for n, _ in factors)} = {' × '.join(str(p) for _, p in factors)} = {unit}"
         fix_value = nearest_multiple(tbs, unit)
-        message = (f"{TBS} {tbs} is not a multiple of {names} = {' × '.join(unit_parts)} = {unit}, so no world size "
-                   f"satisfies {tbs} = {unit} × world_size; DeepSpeed fails at every world size. "
-                   f"Set {TBS} to a multiple of {unit}, e.g. {fix_value}")
+        message = (f"{TBS} {tbs} is not a multiple of {of}, so no world size satisfies {tbs} = {unit} × world_size; "
+                   f"DeepSpeed fails at every world size. Set {TBS} to a multiple of {unit}, e.g. {fix_value}")
         return [Finding("DS203", message, POINTER[TBS], fails_in=PARSE, fix=str(fix_value))]
     shown = ", ".join(str(s) for s in sizes[:12]) + (", ..." if len(sizes) > 12 else "")
     formula = " × ".join(str(p) for p in (mbs, gas) if p is not None)

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Generate docs/rules.md from the rule registry (dsconfig/rules.py) and the rule docs (dsconfig/ruledocs.py).
+
+    python scripts/gen_rule_docs.py           # (re)write docs/rules.md
+    python scripts/gen_rule_docs.py --check   # exit 1 if the committed file is stale
+
+tests/test_rule_docs.py fails when docs/rules.md differs from what this script writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUTPUT = ROOT / "docs" / "rules.md"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def render() -> str:
+    from dsconfig.ruledocs import markdown
+    from dsconfig.rules import RULES
+    return markdown(RULES.values())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if docs/rules.md is out of date")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
+        if current != text:
+            print(f"{OUTPUT.relative_to(ROOT)} is out of date; run python scripts/gen_rule_docs.py", file=sys.stderr)
+            return 1
+        print(f"{OUTPUT.relative_to(ROOT)} is up to date")
+        return 0
+    OUTPUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUTPUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
