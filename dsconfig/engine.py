@@ -22,25 +22,150 @@ class Options(NamedTuple):
     nodes: int | None = None
     training_args: dict | None = None  # --training-args: TrainingArguments values for the HF Trainer checks
     dataset_size: int | None = None  # --dataset-size: adds the steps-per-epoch table
+    # Text to lint instead of a file's bytes on disk, by real path: stdin, and `--fix` between passes.
+    sources: dict | None = None
+    # When given, every document linted is recorded here by its path (spans for `--fix`, frames for `full`).
+    documents: dict | None = None
 
 
 class UsageError(Exception):
     """A problem with what the user asked for (missing path, unreadable file): exit code 2."""
 
 
-def collect(paths: Iterable[str]) -> list[str]:
-    """Expand folders into the config-looking files below them; keep explicit files as given."""
+def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), gitignore: bool = True) -> list[str]:
+    """Expand folders and globs into the config-looking files below them; keep explicit files as given.
+
+    Folders are walked recursively, skipping VCS, virtualenv and cache folders, hidden folders, what
+    `exclude` (a pathmatch.PatternSet) matches and, with `gitignore`, what the .gitignore files of the
+    walked folders (and of their parents up to the repository root) ignore. A path holding `*`, `?` or
+    `[` that does not exist as written is a glob (`**` recurses), expanded the same way. `exclude` also
+    applies to files named explicitly (so a pre-commit run honours it); .gitignore does not. `virtual`
+    names inputs that are not on disk (stdin).
+    """
     files: list[str] = []
+    virtual = set(virtual)
     for path in paths:
-        if os.path.isdir(path):
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(CONFIG_SUFFIXES))
-        elif os.path.exists(path):
+        if path in virtual:
             files.append(path)
+        elif os.path.isdir(path):
+            files.extend(_walk(path, exclude, gitignore))
+        elif os.path.exists(path):
+            if not (exclude and exclude.excluded(path)):
+                files.append(path)
+        elif _is_glob(path):
+            matched = _expand_glob(path, exclude, gitignore)
+            if not matched:
+                raise UsageError(f"{path}: no file matches this pattern")
+            files.extend(matched)
         else:
             raise UsageError(f"{path}: no such file or directory")
-    return files
+    return list(dict.fromkeys(files))
+
+
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def _expand_glob(pattern: str, exclude, gitignore: bool) -> list[str]:
+    import glob
+    found: list[str] = []
+    for match in sorted(glob.glob(pattern, recursive=True)):
+        if os.path.isdir(match):
+            found.extend(_walk(match, exclude, gitignore))
+            continue
+        parts = os.path.normpath(match).split(os.sep)[:-1]
+        if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in parts):
+            continue
+        if not match.endswith(CONFIG_SUFFIXES) or (exclude and exclude.excluded(match)):
+            continue
+        if gitignore and _gitignored(match):
+            continue
+        found.append(match)
+    return found
+
+
+def _walk(top: str, exclude, gitignore: bool) -> list[str]:
+    from .pathmatch import read_gitignore
+    inherited = _parent_gitignores(top) if gitignore else []
+    found: list[str] = []
+    # (folder, the .gitignore pattern sets in force there)
+    stack = [(top, inherited)]
+    while stack:
+        root, ignores = stack.pop()
+        if gitignore:
+            own = read_gitignore(root)
+            if own is not None:
+                ignores = ignores + [own]
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)
+        except OSError as error:
+            raise UsageError(f"{root}: cannot read folder: {error.strerror or error}") from None
+        folders = []
+        for entry in entries:
+            path = os.path.join(root, entry.name)
+            is_dir = entry.is_dir()
+            if is_dir:
+                if entry.name in _SKIP_DIRS or entry.name.startswith("."):
+                    continue
+            elif not entry.name.endswith(CONFIG_SUFFIXES):
+                continue
+            if exclude and exclude.excluded(path, is_dir):
+                continue
+            if _ignored_by(ignores, path, is_dir):
+                continue
+            if is_dir:
+                folders.append(path)
+            else:
+                found.append(path)
+        stack.extend((folder, ignores) for folder in reversed(folders))
+    return found
+
+
+def _ignored_by(ignores, path: str, is_dir: bool) -> bool:
+    """The deepest .gitignore that has a say wins, as in git."""
+    verdict = None
+    for patterns in ignores:
+        rel = patterns.relative(path)
+        if rel is None:
+            continue
+        said = patterns.match(rel, is_dir)
+        if said is not None:
+            verdict = said
+    return bool(verdict)
+
+
+def _parent_gitignores(folder: str) -> list:
+    """The .gitignore files above `folder`, up to the repository root (the folder holding .git)."""
+    from .pathmatch import read_gitignore
+    chain = []
+    current = os.path.abspath(folder)
+    while True:
+        parent = os.path.dirname(current)
+        if os.path.exists(os.path.join(current, ".git")) or parent == current:
+            break
+        current = parent
+        chain.append(current)
+    if not os.path.exists(os.path.join(current, ".git")):
+        return []  # not inside a repository: only the walked folders' own .gitignore files count
+    return [patterns for folder_ in reversed(chain) if (patterns := read_gitignore(folder_)) is not None]
+
+
+def _gitignored(path: str) -> bool:
+    folder = os.path.dirname(os.path.abspath(path))
+    from .pathmatch import read_gitignore
+    ignores = _parent_gitignores(folder)
+    own = read_gitignore(folder)
+    if own is not None:
+        ignores.append(own)
+    if not ignores:
+        return False
+    # a file is ignored when it or any folder between it and a .gitignore is
+    parts = os.path.abspath(path).split(os.sep)
+    for depth in range(2, len(parts) + 1):
+        candidate = os.sep.join(parts[:depth]) or os.sep
+        if _ignored_by(ignores, candidate, depth < len(parts)):
+            return True
+    return False
 
 
 def read_bytes(path: str) -> bytes:
@@ -72,7 +197,13 @@ def lint_files(files: list[str], options: Options) -> list[Finding]:
 
 def read_document(path: str, options: Options):
     """(document, []) for a readable file, or (None, findings) when it is not UTF-8 text."""
-    data = read_bytes(path)
+    data = None
+    if options.sources:
+        data = options.sources.get(os.path.realpath(path))
+    if data is None:
+        data = read_bytes(path)
+    elif isinstance(data, str):
+        data = data.encode("utf-8")
     try:
         text = decode(data)
     except UnicodeDecodeError as error:
@@ -131,6 +262,8 @@ def lint_document(doc, options: Options) -> list[Finding]:
     else:
         from .other import lint_other
         findings = lint_other(doc)
+    if options.documents is not None:
+        options.documents[doc.path] = doc
     return place(doc, findings)
 
 

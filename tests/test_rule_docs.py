@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dsconfig import engine, ruledocs
+from dsconfig import engine, ruledocs, settings, suppress
 from dsconfig.commands.rules import rule as rule_command
 from dsconfig.commands.rules import rules as rules_command
 from dsconfig.findings import PHASES
@@ -22,10 +22,7 @@ from dsconfig.rules import AREAS, DOCS_URL, RULES
 ROOT = Path(__file__).resolve().parents[1]
 
 # Where the implementation does not (yet) do what a rule's docs say. Remove an entry once it does.
-NOT_REPORTED_YET = {
-    # `dsconfig lint` reports it (commands/lint.py applies the configuration); dsconfig.engine does not.
-    "DS900": "DS900 (unused-suppression) is being implemented; the engine does not emit it yet",
-}
+NOT_REPORTED_YET: dict[str, str] = {}
 FALSE_POSITIVE: dict[str, str] = {}
 
 
@@ -42,9 +39,13 @@ def _write(folder: Path, example: ruledocs.Example) -> None:
 
 
 def _lint(folder: Path, example: ruledocs.Example, monkeypatch) -> list:
+    """What `dsconfig lint` reports for the example: findings, then its configuration applied."""
     _write(folder, example)
     monkeypatch.chdir(folder)
-    return engine.lint_files(list(example.lint), example.engine_options())
+    files = list(example.lint)
+    config = folder / "pyproject.toml"
+    found = settings.resolve(str(config)) if config.exists() else settings.resolve(no_config=True)
+    return suppress.apply(engine.lint_files(files, example.engine_options()), files, found)
 
 
 # -- completeness ------------------------------------------------------------------------------

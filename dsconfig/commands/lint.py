@@ -1,12 +1,20 @@
-"""`dsconfig lint PATH...`: findings for config files, and the exit code CI gates on."""
+"""`dsconfig lint PATH...`: findings for config files, and the exit code CI gates on.
+
+Exit codes: 0 nothing at or above `--fail-on` (default: error), 1 findings at or above it (or, with
+`--diff`, changes to make), 2 a usage or configuration error (or an internal error). `--exit-zero`
+turns 1 into 0, never 2.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from ..engine import TARGETS
+
+FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
 
 
 def _world_sizes(value: str | None) -> tuple[int, ...] | None:
@@ -22,6 +30,24 @@ def _world_sizes(value: str | None) -> tuple[int, ...] | None:
     return tuple(dict.fromkeys(sizes))
 
 
+def _selectors(values, option: str) -> tuple[str, ...] | None:
+    """Comma-separated, repeatable selector lists; None when the option was not given."""
+    if not values:
+        return None
+    from ..suppress import UnknownSelector, check_selectors
+    items = tuple(item.strip() for value in values for item in value.split(",") if item.strip())
+    try:
+        check_selectors(items)
+    except UnknownSelector as error:
+        raise click.BadParameter(str(error), param_hint=option) from None
+    return items
+
+
+def _fail(message: str) -> None:
+    click.echo(f"dsconfig: error: {message}", err=True)
+    sys.exit(2)
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--target", type=click.Choice(TARGETS),
@@ -34,13 +60,52 @@ def _world_sizes(value: str | None) -> tuple[int, ...] | None:
               help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
 @click.option("--dataset-size", type=click.IntRange(min=1), metavar="N",
               help="Training samples: add optimizer steps per epoch at each world size.")
-@click.option("--format", "output_format", type=click.Choice(("concise", "json")), default="concise",
+@click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
               show_default=True, help="Output format.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
+              help="Write the findings (or statistics) to FILE instead of standard output.")
 @click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
-              help="Colour the codes in concise output (honours NO_COLOR).")
-def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, color):
-    """Lint DeepSpeed and Accelerate config files (or every config below a folder)."""
-    from .. import engine, report
+              help="Colour concise and full output (auto: on a terminal, unless NO_COLOR is set).")
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--select", "select", multiple=True, metavar="RULES",
+              help="Report only these rules: codes, prefixes (DS2, ACC), rule names or ALL; comma-separated.")
+@click.option("--ignore", "ignore", multiple=True, metavar="RULES", help="Do not report these rules.")
+@click.option("--fail-on", type=click.Choice(("error", "warning", "info")),
+              help="Exit 1 when a finding of this severity or above is reported. Default: error.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported (not on usage errors).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Configuration file (.dsconfig.toml, or a pyproject.toml with [tool.dsconfig]).")
+@click.option("--no-config", is_flag=True, help="Ignore configuration files.")
+@click.option("--exclude", multiple=True, metavar="PATTERN",
+              help="gitignore-style pattern of files and folders to skip (replaces the configuration's exclude).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True,
+              help="Skip what .gitignore files ignore when walking folders and globs.")
+@click.option("--fix", "apply_fixes", is_flag=True, help="Apply the safe fixes to the files.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
+@click.option("--stdin-filename", metavar="NAME",
+              help="The name of the file read from standard input (`-`), for detection and messages.")
+def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, color,
+         statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
+         apply_fixes, unsafe_fixes, diff, stdin_filename):
+    """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
+
+    `-` reads standard input. With --fix, safe fixes are written back (stdin: the fixed text is printed).
+    """
+    from .. import engine, settings as settings_module
+    from ..suppress import Suppressor, apply, enabled_codes
+
+    # -- configuration, then the command line over it ------------------------------------------------
+    try:
+        settings = settings_module.resolve(config_path, no_config)
+    except settings_module.ConfigError as error:
+        _fail(str(error))
+    layers = [(settings.select, settings.ignore)]
+    cli_select, cli_ignore = _selectors(select, "--select"), _selectors(ignore, "--ignore")
+    if cli_select is not None or cli_ignore is not None:
+        layers.append((cli_select, cli_ignore or ()))
+    enabled = enabled_codes(layers)
+    fail_on = fail_on or settings.fail_on or "error"
 
     sizes = _world_sizes(world_size)
     if gpus is not None or nodes is not None:
@@ -49,6 +114,8 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
         if gpus is None:
             raise click.UsageError("--nodes needs --gpus (GPUs per node)")
         sizes = (gpus * (nodes or 1),)
+    if sizes is None:
+        sizes = settings.world_sizes
     args = None
     if training_args is not None:
         from ..deepspeed.trainer import load_training_args
@@ -56,29 +123,129 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
             args = load_training_args(training_args)
         except ValueError as error:
             raise click.UsageError(str(error)) from None
-    options = engine.Options(target=target, world_sizes=sizes, gpus=gpus, nodes=nodes, training_args=args,
-                             dataset_size=dataset_size)
+    if unsafe_fixes and not (apply_fixes or diff):
+        raise click.UsageError("--unsafe-fixes needs --fix or --diff")
+
+    # -- inputs ---------------------------------------------------------------------------------------
+    sources: dict = {}
+    stdin_text: dict = {}
+    virtual: list[str] = []
+    if paths.count("-") > 1:
+        raise click.UsageError("`-` (standard input) can be given once")
+    if stdin_filename is not None and "-" not in paths:
+        raise click.UsageError("--stdin-filename names standard input: give `-` as a path too")
+    if "-" in paths:
+        name = stdin_filename or "-"
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+        sources[os.path.realpath(name)] = data
+        try:
+            stdin_text[name] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        virtual.append(name)
+        paths = tuple(name if p == "-" else p for p in paths)
+    patterns = None
+    if exclude or settings.exclude:
+        from ..pathmatch import PatternSet
+        patterns = PatternSet(os.getcwd(), exclude) if exclude else PatternSet(settings.root, settings.exclude)
+    documents: dict = {}
+    options = engine.Options(target=target or settings.target, world_sizes=sizes, gpus=gpus, nodes=nodes,
+                             training_args=args, dataset_size=dataset_size, sources=sources or None,
+                             documents=documents)
+
+    # -- lint (and fix) --------------------------------------------------------------------------------
+    run = None
     try:
-        files = engine.collect(paths)
-        findings = engine.lint_files(files, options)  # pairs each Accelerate YAML with its ds_config.json
+        files = engine.collect(paths, exclude=patterns, virtual=virtual, gitignore=respect_gitignore)
+        if apply_fixes or diff:
+            from .. import fix
+            run = fix.run(files, options, Suppressor(settings, enabled).keep, unsafe=unsafe_fixes, stdin=stdin_text)
+            found, documents = run.findings, run.documents
+        else:
+            found = engine.lint_files(files, options)  # pairs each Accelerate YAML with its ds_config.json
     except engine.UsageError as error:
-        click.echo(f"dsconfig: error: {error}", err=True)
-        sys.exit(2)
+        _fail(str(error))
     except Exception as error:  # never a traceback for the user; ask for a report instead
         click.echo(f"dsconfig: internal error: {type(error).__name__}: {error} "
                    "(please report this with the file that caused it)", err=True)
         sys.exit(2)
+    findings = apply(found, set(files) | set(documents), settings, enabled)
+    linted = len(set(files) | set(documents))
 
-    if output_format == "json":
-        click.echo(report.as_json(findings), nl=False)
+    if diff:
+        sys.exit(_print_diff(run))
+    if apply_fixes:
+        _write_fixes(run)
+
+    # -- report ----------------------------------------------------------------------------------------
+    from .. import report
+    to_terminal = output_file is None and not (apply_fixes and stdin_text)
+    stream_tty = sys.stdout.isatty() if to_terminal else False
+    use_color = color == "always" or (color == "auto" and stream_tty and not os.environ.get("NO_COLOR"))
+    context = report.Context(color=use_color, unsafe_fixes=unsafe_fixes)
+    if any(f.fix is not None for f in findings):
+        from .. import fix
+        context.fixes = fix.describe(findings, documents)
+    if output_format in ("full", "sarif") and not statistics:
+        from .. import fix
+        context.texts = {path: doc.text for path, doc in documents.items()}
+        if settings.path is not None:
+            context.texts.setdefault(settings.display_path, settings.text)
+        context.extents = fix.extents(findings, documents)
+    if statistics:
+        from ..report import statistics as stats
+        text = stats.render(findings, context, as_json=output_format == "json")
     else:
-        use_color = color == "always" or (color == "auto" and sys.stdout.isatty() and not _no_color())
-        click.echo(report.concise(findings, color=use_color), nl=False)
-        linted = len(set(files) | {f.file for f in findings})  # plus the ds_config.json files YAMLs named
-        click.echo(report.summary(findings, linted), err=True)
-    sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
+        text = report.render(output_format, findings, context)
+    if output_file is not None:
+        with open(output_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    elif apply_fixes and stdin_text:
+        click.echo(text, nl=False, err=True)  # stdout carries the fixed text
+    else:
+        click.echo(text, nl=False, color=use_color)
+    if output_format in ("concise", "full") or statistics:
+        line = report.summary(findings, linted, context)
+        if apply_fixes and run is not None:
+            fixed = sum(result.fixed for result in run.files.values() if result.changed)
+            changed = sum(1 for result in run.files.values() if result.changed)
+            if changed:
+                line = f"fixed {fixed} problem{'' if fixed == 1 else 's'} in {changed} " \
+                       f"file{'' if changed == 1 else 's'}; {'remaining: ' if findings else ''}{line}"
+        click.echo(line, err=True)
+    if exit_zero:
+        sys.exit(0)
+    sys.exit(1 if report.failing(findings, fail_on) else 0)
 
 
-def _no_color() -> bool:
-    import os
-    return bool(os.environ.get("NO_COLOR"))
+def _print_diff(run) -> int:
+    from .. import fix
+    changed = [result for result in run.files.values() if result.changed]
+    for result in changed:
+        click.echo(fix.unified_diff(result), nl=False)
+    fixes = sum(result.fixed for result in changed)
+    if changed:
+        click.echo(f"would fix {fixes} problem{'' if fixes == 1 else 's'} in {len(changed)} "
+                   f"file{'' if len(changed) == 1 else 's'}", err=True)
+    else:
+        click.echo("no fixes to apply", err=True)
+    for path, why in run.skipped:
+        click.echo(f"dsconfig: warning: not fixing {path}: {why}", err=True)
+    return 1 if changed else 0
+
+
+def _write_fixes(run) -> None:
+    from .. import fix
+    for path, why in run.skipped:
+        click.echo(f"dsconfig: warning: not fixing {path}: {why}", err=True)
+    for result in run.files.values():
+        if result.stdin:
+            click.echo(result.text, nl=False)  # the whole (fixed) input, as ruff does
+            continue
+        if not result.changed:
+            continue
+        try:
+            fix.write_atomic(result.path, result.text)
+        except OSError as error:
+            _fail(f"cannot write {result.path}: {error.strerror or error}")

@@ -1,0 +1,706 @@
+"""`--fix` and `--diff`: a finding's `fix` applied as a text edit at the position the scanner recorded.
+
+A finding's `fix` is the replacement JSON text for the value at its pointer (or for the key, when
+`on_key`). An Edit replaces exactly that span of the file (jsonscan spans for JSON, PyYAML token
+marks for YAML), so every byte outside it - comments, indentation, key order, line endings - stays
+as it was. A fix for a key that is absent (an unsafe fix only) is inserted after the last member of
+its object, indented like its siblings.
+
+Fix safety
+----------
+`dsconfig lint --fix` applies *safe* fixes only: a safe fix writes what DeepSpeed (or Accelerate)
+already reads, or the one spelling of the value the author evidently meant, so the training run does
+what it did before (or what it plainly was meant to do instead of failing to start). Everything that
+changes what the run does - a batch size at some world size, a ZeRO stage, a flag DeepSpeed reads
+differently from how it is written, a did-you-mean guess - is *unsafe* and needs `--unsafe-fixes`.
+`POLICIES` records each code's safety and why; `fix_safety(code)` says "safe", "unsafe" or "none"
+(the code never carries a fix) for the rule docs. A code that carries a fix and is not listed is
+treated as unsafe.
+
+Some safe codes demote single findings to unsafe (`Policy.unless`): a DS201 fix from `true` (which
+number was meant?), a DS103 fix that is a guess rather than a re-spelling, a DS104 rename of a key
+whose value DeepSpeed migrates into a different shape (`cpu_offload: true` is not
+`offload_optimizer: true`).
+
+Applying
+--------
+Non-overlapping edits are applied bottom-up, the files re-linted, and the loop repeats until nothing
+is left to fix (at most MAX_PASSES passes). A pass whose edits write something rejected where it was
+written (a new invalid-value, wrong-type or unknown-key finding at the value or key an edit touched) or
+break the file (a new load error anywhere) is undone, and its edits are retried one by one; an edit that
+still does harm is dropped. New findings of other kinds are what the old value hid (a batch size that
+finally parses can be checked against the world size) and stay reported. Files are written atomically: a temporary file in the same folder, the
+original file mode, then os.replace. A symbolic link is never written through (nor replaced): it is
+reported and left alone. `--diff` prints a unified diff and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from typing import Callable, NamedTuple
+
+from .findings import Finding, pointer_join, pointer_tokens
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+MAX_PASSES = 10
+# New findings with these codes mean an edit broke the file itself.
+_STRUCTURAL = frozenset({"DS000", "DS001", "DS004"})
+# New findings with these codes at a value an edit wrote mean the edit wrote something the reader rejects
+# (a wrong type, an unknown key, an invalid value). New findings of other codes there are consequences the
+# old value hid (a batch size that parses at last can now be checked against the world size), not harm.
+_INVALID = frozenset({"DS101", "DS103", "DS105", "DS109", "DS201", "DS406", "DS407", "DS410", "DS411", "DS605",
+                      "DS606", "ACC001", "ACC005", "ACC006", "ACC016", "ACC019"})
+
+
+class Policy(NamedTuple):
+    applicability: str  # safe | unsafe
+    why: str
+    unless: str | None = None  # when a safe code's fix is demoted to unsafe
+
+
+POLICIES: dict[str, Policy] = {
+    # -- safe: the file ends up saying what DeepSpeed already reads, or the one thing the author meant -----
+    "DS006": Policy(SAFE, "A batch size written as 7.0 or \"7\" becomes 7: the number the author wrote, in the "
+                          "only form a PyTorch DataLoader accepts.",
+                    "the value is a boolean"),
+    "DS103": Policy(SAFE, "The value is re-spelled the way DeepSpeed accepts it (\"CPU\" -> \"cpu\", \"5e8\" -> "
+                          "500000000): the same value, which DeepSpeed rejects only for its spelling.",
+                    "the fix is a different value (a closest-match guess or a default)"),
+    "DS104": Policy(SAFE, "The deprecated key is renamed to the key DeepSpeed migrates it to; DeepSpeed reads the "
+                          "value the same way under either name.",
+                    "DeepSpeed converts the value while migrating it (`cpu_offload: true` becomes a whole "
+                    "`offload_optimizer` block), or the new key is already present"),
+    "DS106": Policy(SAFE, "The value is replaced by exactly what DeepSpeed converts it to (500000000.0 -> "
+                          "500000000, \"true\" -> true), so DeepSpeed runs the same; readers that skip the "
+                          "conversion (the HF Trainer compares `stage == 3`) now agree with it."),
+    "DS201": Policy(SAFE, "A batch size written as 32.0 or \"32\" becomes 32, the number written: hjson already "
+                          "reads 32.0 as 32, and json.load readers (HF Trainer, Accelerate) get an int instead "
+                          "of a float or a string.",
+                    "the value is a boolean (which number was meant?)"),
+    "DS300": Policy(SAFE, "`zero_optimization: true/false` becomes {\"stage\": 1}/{\"stage\": 0}, DeepSpeed's own "
+                          "reading of the legacy format.",
+                    "a top-level `allgather_size` is also given (DeepSpeed's legacy reading moves it into the block)"),
+    "DS401": Policy(SAFE, "`bfloat16` is renamed `bf16`: DeepSpeed reads the two keys identically (dsconfig "
+                          "reports DS402 instead when both are present), and the HF Trainer and Accelerate, which "
+                          "only know `bf16`, now see the setting DeepSpeed already applies."),
+    "ACC005": Policy(SAFE, "distributed_type is re-spelled in the case Accelerate's enum requires "
+                           "(\"deepspeed\" -> \"DEEPSPEED\").",
+                     "the fix is a closest-match guess rather than the same word"),
+    "ACC016": Policy(SAFE, "The word the author wrote (`no`, `NO`, `off`) is quoted, so yaml.safe_load reads it "
+                           "as that text instead of a YAML 1.1 boolean."),
+    # -- unsafe: the training run would change -------------------------------------------------------------
+    "ACC009": Policy(UNSAFE, "num_processes changes the world size Accelerate launches."),
+    "ACC015": Policy(UNSAFE, "Which ZeRO-3-only flags matter depends on the stage, which may be the value to "
+                             "change instead."),
+    "ACC019": Policy(UNSAFE, "The replacement is a closest-match guess or a default."),
+    "DS101": Policy(UNSAFE, "A did-you-mean key rename is a guess, and makes a setting DeepSpeed now rejects "
+                            "take effect."),
+    "DS102": Policy(UNSAFE, "A did-you-mean key rename is a guess, and makes a setting DeepSpeed now ignores "
+                            "take effect."),
+    "DS107": Policy(UNSAFE, "Writing DeepSpeed's default instead of \"auto\" breaks the file for a target that "
+                            "fills \"auto\"."),
+    "DS110": Policy(UNSAFE, "Disabling a block that its presence turned on changes the run."),
+    "DS202": Policy(UNSAFE, "A corrected batch size changes the global batch, the per-GPU memory or the "
+                            "gradient accumulation of the run."),
+    "DS203": Policy(UNSAFE, "A corrected train_batch_size changes the global batch of the run."),
+    "DS301": Policy(UNSAFE, "Changing the offload device or flags changes where the states live."),
+    "DS305": Policy(UNSAFE, "Changes gradient clipping or norm computation."),
+    "DS306": Policy(UNSAFE, "Changes a communication bucket size."),
+    "DS307": Policy(UNSAFE, "Changes the ZeRO optimizer DeepSpeed builds."),
+    "DS308": Policy(UNSAFE, "Adds a key that changes which optimizer runs offloaded."),
+    "DS309": Policy(UNSAFE, "Changes the ZeRO stage."),
+    "DS311": Policy(UNSAFE, "Changes gradient scaling."),
+    "DS312": Policy(UNSAFE, "\"stage\": \"auto\" runs ZeRO stage 0 under plain DeepSpeed; stage 3 is a different "
+                            "run."),
+    "DS404": Policy(UNSAFE, "Changes the precision of the master weights."),
+    "DS406": Policy(UNSAFE, "Changes the communication dtype (or guesses one)."),
+    "DS407": Policy(UNSAFE, "Changes the gradient all-reduce operation."),
+    "DS408": Policy(UNSAFE, "Changes a data type of the run."),
+    "DS409": Policy(UNSAFE, "Changes the autocast or quantization settings."),
+    "DS410": Policy(UNSAFE, "DeepSpeed reads the quoted \"false\" as true: writing false turns the feature off, "
+                            "the opposite of what runs today."),
+    "DS411": Policy(UNSAFE, "DeepSpeed reads the quoted value by truthiness: the boolean may invert what runs."),
+    "DS500": Policy(UNSAFE, "The optimizer name is a guess or a different optimizer."),
+    "DS501": Policy(UNSAFE, "Changes optimizer parameters (or guesses a renamed one)."),
+    "DS502": Policy(UNSAFE, "Allows an optimizer ZeRO does not test."),
+    "DS503": Policy(UNSAFE, "Switches to dynamic loss scaling."),
+    "DS504": Policy(UNSAFE, "Changes the ZeRO communication pattern."),
+    "DS505": Policy(UNSAFE, "The scheduler name is a guess."),
+    "DS506": Policy(UNSAFE, "Changes scheduler parameters (or guesses a renamed one)."),
+    "DS507": Policy(UNSAFE, "Changes the warmup schedule."),
+    "DS600": Policy(UNSAFE, "Changes activation checkpointing."),
+    "DS601": Policy(UNSAFE, "Changes checkpoint behaviour."),
+    "DS602": Policy(UNSAFE, "Changes a data-efficiency setting."),
+    "DS603": Policy(UNSAFE, "Changes an autotuning setting."),
+    "DS604": Policy(UNSAFE, "Changes tensor parallelism."),
+    "DS605": Policy(UNSAFE, "Replaces a whole section."),
+    "DS606": Policy(UNSAFE, "Changes pipeline partitioning."),
+    "DS607": Policy(UNSAFE, "Changes the vocabulary size."),
+    "DS703": Policy(UNSAFE, "Hands the value to the HF Trainer (\"auto\") instead of the one written."),
+}
+
+
+def fix_safety(code: str) -> str:
+    """"safe", "unsafe" or "none" (the code never carries a fix): for the rule docs."""
+    policy = POLICIES.get(code)
+    return policy.applicability if policy is not None else "none"
+
+
+class Edit(NamedTuple):
+    start: int  # offsets into the (newline-normalised) text, end exclusive
+    end: int
+    text: str
+
+
+class FixInfo(NamedTuple):
+    """A finding's fix as an edit of its file, or edit None when dsconfig cannot place it."""
+    edit: Edit | None
+    safe: bool
+    touched: str  # the pointer the edit writes (a renamed key's new pointer)
+    description: str  # "replace `32.0` with `32`", "rename `bfloat16` to `bf16`", ...
+    old: str  # the text replaced
+    kind: str  # "replace" | "rename" | "insert" | "none"
+
+
+# -- from a finding to an edit ------------------------------------------------------------------------------------
+
+
+def describe(findings, documents: dict) -> dict[int, FixInfo]:
+    """FixInfo by id(finding) for every finding that carries a fix."""
+    infos = {}
+    for finding in findings:
+        if finding.fix is None:
+            continue
+        doc = documents.get(finding.file)
+        infos[id(finding)] = plan(finding, doc) if doc is not None else _no_edit(finding)
+    return infos
+
+
+def _no_edit(finding: Finding) -> FixInfo:
+    return FixInfo(None, False, finding.pointer, f"write `{_short(finding.fix)}`", "", "none")
+
+
+def plan(finding: Finding, doc) -> FixInfo:
+    """How a finding's fix edits its document."""
+    if finding.fix is None:
+        return _no_edit(finding)
+    try:
+        new_value = json.loads(finding.fix)
+    except ValueError:
+        return _no_edit(finding)
+    is_yaml = hasattr(doc, "spans") and not hasattr(doc, "scan")
+    root = _reading(doc)
+    pointer = finding.pointer
+    tokens = pointer_tokens(pointer)
+    if finding.on_key:
+        if not tokens or not isinstance(new_value, str):
+            return _no_edit(finding)
+        parent_pointer = pointer[:pointer.rfind("/")]
+        parent = _value_at(root, tokens[:-1])
+        if isinstance(parent, dict) and new_value in parent and new_value != tokens[-1]:
+            return _no_edit(finding)  # the new key is there already: a rename would duplicate it
+        located = _yaml_key(doc, pointer, new_value) if is_yaml else _json_key(doc, pointer, new_value)
+        if located is None:
+            return _no_edit(finding)
+        edit, old = located
+        touched = pointer_join(parent_pointer, new_value)
+        safe = _is_safe(finding, _value_at(root, tokens), new_value, root)
+        return FixInfo(edit, safe, touched, f"rename `{old}` to `{edit.text}`", old, "rename")
+    located = _yaml_value(doc, pointer, new_value, finding.fix) if is_yaml else _json_value(doc, pointer, finding.fix)
+    if located is not None:
+        edit, old = located
+        safe = _is_safe(finding, _value_at(root, tokens), new_value, root)
+        if old == edit.text:
+            return FixInfo(None, safe, pointer, f"write `{_short(finding.fix)}`", old, "none")
+        return FixInfo(edit, safe, pointer, f"replace `{_short(old)}` with `{_short(edit.text)}`", old, "replace")
+    if not is_yaml and tokens:
+        edit = _json_insert(doc, root, tokens, finding.fix)
+        if edit is not None:
+            safe = _is_safe(finding, _MISSING, new_value, root)
+            return FixInfo(edit, safe, pointer, f"add `{_short(edit.text.strip().lstrip(','). strip())}`", "", "insert")
+    return _no_edit(finding)
+
+
+_MISSING = object()
+
+
+def _reading(doc):
+    """The value the spans index: hjson's for JSON (strict json.load's where it reads the same file), YAML's."""
+    if hasattr(doc, "scan"):
+        if doc.json_error is None:
+            return doc.json_value  # keeps 32.0 a float, as written
+        return doc.hjson_value
+    return doc.value
+
+
+def _value_at(root, tokens):
+    node = root
+    for token in tokens:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return _MISSING
+    return node
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# JSON ------------------------------------------------------------------------------------------------------------
+
+
+def _json_key(doc, pointer: str, new_key: str):
+    if doc.scan is None:
+        return None
+    span = doc.scan.spans.get(pointer)
+    if span is None or span.key_start is None:
+        return None
+    return Edit(span.key_start, span.key_end, json.dumps(new_key, ensure_ascii=False)), \
+        doc.text[span.key_start:span.key_end]
+
+
+def _json_value(doc, pointer: str, fix: str):
+    if doc.scan is None:
+        return None
+    span = doc.scan.spans.get(pointer)
+    if span is None:
+        return None
+    return Edit(span.start, span.end, fix), doc.text[span.start:span.end]
+
+
+def _json_insert(doc, root, tokens: list[str], fix: str) -> Edit | None:
+    """`"key": fix` after the last member of the parent object (absent key, parent present)."""
+    if doc.scan is None:
+        return None
+    parent_tokens, key = tokens[:-1], tokens[-1]
+    parent = _value_at(root, parent_tokens)
+    if not isinstance(parent, dict) or key in parent:
+        return None
+    parent_pointer = _join(parent_tokens)
+    spans = doc.scan.spans
+    parent_span = spans.get(parent_pointer)
+    if parent_span is None or doc.text[parent_span.start:parent_span.start + 1] != "{":
+        return None
+    member = json.dumps(key, ensure_ascii=False) + ": " + fix
+    children = [spans.get(pointer_join(parent_pointer, k)) for k in parent]
+    children = [c for c in children if c is not None]
+    if not children:
+        return Edit(parent_span.start + 1, parent_span.start + 1, member)
+    last = max(children, key=lambda s: s.start)
+    key_at = last.key_start if last.key_start is not None else last.start
+    line_start = doc.text.rfind("\n", 0, key_at) + 1
+    indent = doc.text[line_start:key_at]
+    if indent.strip() == "" and "\n" in doc.text[parent_span.start:key_at]:
+        return Edit(last.end, last.end, ",\n" + indent + member)
+    return Edit(last.end, last.end, ", " + member)
+
+
+def _join(tokens) -> str:
+    pointer = ""
+    for token in tokens:
+        pointer = pointer_join(pointer, token)
+    return pointer
+
+
+# YAML ------------------------------------------------------------------------------------------------------------
+
+
+def _yaml_tokens(doc) -> dict:
+    """Scalar tokens by start offset: (end offset, style). Cached on the document."""
+    cached = getattr(doc, "_dsconfig_scalar_tokens", None)
+    if cached is not None:
+        return cached
+    import yaml
+    tokens = {}
+    try:
+        for token in yaml.scan(doc.text, Loader=yaml.SafeLoader):
+            if isinstance(token, yaml.ScalarToken):
+                tokens[token.start_mark.index] = (token.end_mark.index, token.style)
+    except yaml.YAMLError:
+        tokens = {}
+    try:
+        doc._dsconfig_scalar_tokens = tokens
+    except AttributeError:
+        pass
+    return tokens
+
+
+def _yaml_scalar(doc, offset: int | None):
+    if offset is None:
+        return None
+    found = _yaml_tokens(doc).get(offset)
+    if found is None or found[1] in ("|", ">"):
+        return None
+    return found
+
+
+def _yaml_text(value, fix: str, style) -> str | None:
+    """The YAML spelling of a JSON fix, keeping a plain scalar plain where the value allows it."""
+    if isinstance(value, str):
+        if style is None and _plain_ok(value):
+            return value
+        if style == "'" and "'" not in value and "\n" not in value:
+            return f"'{value}'"
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float) and "." not in fix:
+        return None  # YAML 1.1 reads 1e-05 as a string
+    return fix
+
+
+def _plain_ok(text: str) -> bool:
+    import re
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_./-]*", text):
+        return False
+    import yaml
+    try:
+        return yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        return False
+
+
+def _yaml_key(doc, pointer: str, new_key: str):
+    span = doc.spans.get(pointer)
+    if span is None:
+        return None
+    found = _yaml_scalar(doc, span.key_start)
+    if found is None:
+        return None
+    end, style = found
+    text = _yaml_text(new_key, json.dumps(new_key), style)
+    return Edit(span.key_start, end, text), doc.text[span.key_start:end]
+
+
+def _yaml_value(doc, pointer: str, value, fix: str):
+    span = doc.spans.get(pointer)
+    if span is None:
+        return None
+    found = _yaml_scalar(doc, span.start)
+    if found is None:
+        return None
+    end, style = found
+    text = _yaml_text(value, fix, style)
+    if text is None:
+        return None
+    return Edit(span.start, end, text), doc.text[span.start:end]
+
+
+def extent(finding: Finding, doc) -> tuple[int, int] | None:
+    """Offsets of the value (or key) a finding is about, when its pointer names one: for carets and regions."""
+    if finding.offset is not None or doc is None:
+        return None
+    if hasattr(doc, "scan"):
+        span = doc.scan.spans.get(finding.pointer) if doc.scan is not None else None
+        if span is None:
+            return None
+        if finding.on_key and span.key_start is not None:
+            return span.key_start, span.key_end
+        return span.start, span.end
+    span = doc.spans.get(finding.pointer)
+    if span is None:
+        return None
+    start = span.key_start if finding.on_key and span.key_start is not None else span.start
+    found = _yaml_scalar(doc, start)
+    return (start, found[0]) if found is not None else None
+
+
+def extents(findings, documents: dict) -> dict:
+    out = {}
+    for finding in findings:
+        located = extent(finding, documents.get(finding.file))
+        if located is not None:
+            out[id(finding)] = located
+    return out
+
+
+# -- safety ----------------------------------------------------------------------------------------------------------
+
+
+def _is_safe(finding: Finding, original, new_value, root) -> bool:
+    policy = POLICIES.get(finding.code)
+    if policy is None or policy.applicability != SAFE:
+        return False
+    code = finding.code
+    if code in ("DS006", "DS201", "DS103", "ACC005"):
+        return _same_value(original, new_value)
+    if code == "DS104":
+        tokens = pointer_tokens(finding.pointer)
+        return bool(tokens) and tokens[-1] not in _migrated_keys()
+    if code == "DS300":
+        return not (original is True and isinstance(root, dict) and "allgather_size" in root)
+    return True
+
+
+def _same_value(original, new) -> bool:
+    """Whether `new` is a re-spelling of `original`: the same number, or the same word in another case."""
+    if original is _MISSING or isinstance(original, bool) or isinstance(new, bool):
+        return False
+    if isinstance(original, str) and isinstance(new, str):
+        return original.strip().lower() == new.lower()
+    if isinstance(original, str) and isinstance(new, (int, float)):
+        try:
+            return float(original.strip()) == new
+        except ValueError:
+            return False
+    if isinstance(original, (int, float)) and isinstance(new, (int, float)):
+        return original == new
+    return False
+
+
+@lru_cache(maxsize=1)
+def _migrated_keys() -> frozenset:
+    """Deprecated DeepSpeed keys whose value is converted while migrated (cpu_offload: true -> a block)."""
+    from .deepspeed import schema
+    keys = set()
+    stack = [schema.root()]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, prop in (node.get("properties") or {}).items():
+                if isinstance(prop, dict) and (prop.get("x-deepspeed-deprecated") or {}).get("migrate"):
+                    keys.add(key)
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, (dict, list)))
+    return frozenset(keys)
+
+
+# -- applying, to a fixpoint ---------------------------------------------------------------------------------------
+
+
+class FileResult:
+    """One file touched by --fix: its original and fixed text (raw: line endings as in the file)."""
+
+    def __init__(self, path: str, real: str, original: str, stdin: bool = False):
+        self.path = path
+        self.real = real
+        self.original = original
+        self.text = original
+        self.stdin = stdin
+        self.fixed = 0  # findings fixed
+        self.applied: list[tuple[Finding, FixInfo]] = []  # the fixes applied, in the order applied
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+
+class FixRun(NamedTuple):
+    findings: list  # after the last pass, unfiltered
+    documents: dict
+    files: dict  # real path -> FileResult (only files some edit was tried on, plus stdin)
+    skipped: list  # (path, why): files not written (symbolic links)
+
+
+def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool = False,
+        stdin: dict | None = None) -> FixRun:
+    """Lint, apply the applicable fixes, re-lint, until nothing more applies (at most MAX_PASSES).
+
+    `keep` tells which findings are reported (selection and suppressions): only those are fixed.
+    `stdin`: {display path: text} for input read from standard input.
+    """
+    from . import engine
+
+    results: dict[str, FileResult] = {}
+    skipped: list = []
+    refused: set = set()  # (real, code, pointer, fix) that did harm
+    sources = dict(options.sources or {})
+    for path, text in (stdin or {}).items():
+        real = os.path.realpath(path)
+        results[real] = FileResult(path, real, text, stdin=True)
+        sources[real] = text
+
+    def lint(current_sources):
+        documents: dict = {}
+        found = engine.lint_files(paths, options._replace(sources=current_sources, documents=documents))
+        return found, documents
+
+    findings, documents = lint(sources)
+    seen_states = set()
+    for _ in range(MAX_PASSES):
+        chosen: dict[str, list] = {}
+        for finding, info in _applicable(findings, documents, keep, unsafe, refused):
+            real = os.path.realpath(finding.file)
+            if real not in results:
+                if os.path.islink(finding.file):
+                    if all(p != finding.file for p, _ in skipped):
+                        skipped.append((finding.file, "a symbolic link; fix the file it points to"))
+                    continue
+                try:
+                    results[real] = FileResult(finding.file, real, _read_raw(finding.file))
+                except (OSError, UnicodeDecodeError):
+                    continue
+            chosen.setdefault(real, []).append((finding, info))
+        chosen = {real: _non_overlapping(items) for real, items in chosen.items()}
+        if not chosen:
+            break
+        trial = dict(sources)
+        for real, items in chosen.items():
+            trial[real] = apply_edits(results[real].text, [info.edit for _, info in items])
+        state = tuple(sorted(trial.items()))
+        if state in seen_states:
+            break  # the edits go round in a circle
+        seen_states.add(state)
+        new_findings, new_documents = lint(trial)
+        harmed = _harmed(findings, new_findings, chosen)
+        for real in harmed:
+            # Undo this file's edits, then try them one by one (bottom-up, so offsets stay valid).
+            trial[real] = results[real].text
+            done: set = set()
+            for finding, info in sorted(chosen[real], key=lambda item: item[1].edit.start, reverse=True):
+                if info.edit in done:
+                    results[real].fixed += 1
+                    results[real].applied.append((finding, info))
+                    continue
+                attempt = dict(trial)
+                attempt[real] = apply_edits(trial[real], [info.edit])
+                found, _ = lint(attempt)
+                if _harmed(findings, found, {real: [(finding, info)]}):
+                    refused.add((real, finding.code, finding.pointer, finding.fix))
+                else:
+                    trial = attempt
+                    done.add(info.edit)
+                    results[real].fixed += 1
+                    results[real].applied.append((finding, info))
+        if harmed:
+            new_findings, new_documents = lint(trial)
+        for real, items in chosen.items():
+            if real not in harmed:
+                results[real].fixed += len(items)
+                results[real].applied.extend(items)
+            results[real].text = trial[real]
+        sources = trial
+        findings, documents = new_findings, new_documents
+    return FixRun(findings, documents, results, skipped)
+
+
+def _read_raw(path: str) -> str:
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
+def _applicable(findings, documents, keep, unsafe: bool, refused: set):
+    batch = []
+    for finding in findings:
+        if finding.fix is None or not keep(finding):
+            continue
+        doc = documents.get(finding.file)
+        if doc is None:
+            continue
+        info = plan(finding, doc)
+        if info.edit is None or not (info.safe or unsafe):
+            continue
+        if (os.path.realpath(finding.file), finding.code, finding.pointer, finding.fix) in refused:
+            continue
+        batch.append((finding, info))
+    return batch
+
+
+def _non_overlapping(items):
+    """Edits that do not overlap, first come first served (findings are sorted by position and code);
+    the same edit wanted by two findings is applied once and fixes both."""
+    chosen, taken = [], []
+    for finding, info in items:
+        edit = info.edit
+        if edit in taken:
+            chosen.append((finding, info))
+        elif not any(_overlap(edit, other) for other in taken):
+            taken.append(edit)
+            chosen.append((finding, info))
+    return chosen
+
+
+def _overlap(a: Edit, b: Edit) -> bool:
+    if a.start == a.end or b.start == b.end:  # an insertion conflicts with anything at or around its point
+        return a.start <= b.end and b.start <= a.end
+    return a.start < b.end and b.start < a.end
+
+
+def _harmed(before, after, chosen) -> set:
+    """Files where the edits broke the file, or wrote a value (or key) that is rejected where it was written."""
+    known = {(os.path.realpath(f.file), f.code, f.pointer) for f in before}
+    touched = {real: [info.touched for _, info in items] for real, items in chosen.items()}
+    harmed = set()
+    for f in after:
+        real = os.path.realpath(f.file)
+        if real not in touched or (real, f.code, f.pointer) in known:
+            continue
+        if f.code in _STRUCTURAL or (f.code in _INVALID and any(_covers(f.pointer, t) for t in touched[real])):
+            harmed.add(real)
+    return harmed
+
+
+def _covers(pointer: str, scope: str) -> bool:
+    return not scope or pointer == scope or pointer.startswith(scope + "/")
+
+
+def apply_edits(raw: str, edits: list[Edit]) -> str:
+    """Apply edits (offsets into the newline-normalised text) to the raw text, bottom-up."""
+    mapping = _offset_map(raw)
+    newline = "\r\n" if "\r\n" in raw else ("\r" if "\r" in raw else "\n")
+    out = raw
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        start = mapping[edit.start] if mapping else edit.start
+        end = mapping[edit.end] if mapping else edit.end
+        text = edit.text.replace("\n", newline) if newline != "\n" else edit.text
+        out = out[:start] + text + out[end:]
+    return out
+
+
+def _offset_map(raw: str) -> list[int] | None:
+    """For text with \\r\\n or \\r line ends: the raw offset of each offset of the normalised text."""
+    if "\r" not in raw:
+        return None
+    mapping = []
+    i, n = 0, len(raw)
+    while i < n:
+        mapping.append(i)
+        i += 2 if raw[i] == "\r" and i + 1 < n and raw[i + 1] == "\n" else 1
+    mapping.append(n)
+    return mapping
+
+
+# -- output ------------------------------------------------------------------------------------------------------
+
+
+def unified_diff(result: FileResult) -> str:
+    import difflib
+    lines = difflib.unified_diff(result.original.splitlines(keepends=True), result.text.splitlines(keepends=True),
+                                 fromfile=result.path, tofile=result.path)
+    out = []
+    for line in lines:
+        if not line.endswith(("\n", "\r")):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    return "".join(out)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) atomically, keeping its mode; refuse symbolic links."""
+    import stat
+    import tempfile
+
+    if os.path.islink(path):
+        raise OSError(f"{path} is a symbolic link; not written")
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".dsconfig", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(text.encode("utf-8"))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

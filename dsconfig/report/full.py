@@ -1,0 +1,99 @@
+"""The concise line, then where it is: the line before, the line itself, carets under the value.
+
+    examples/broken_ds_config.json:3:37: DS201 [*] train_micro_batch_size_per_gpu is a float (32.0); ...
+      |
+    2 |   "train_batch_size": 64,
+    3 |   "train_micro_batch_size_per_gpu": 32.0,
+      |                                     ^~~~
+      = help: replace `32.0` with `32` (safe fix)
+      = note: at world size 4; fails in: parse (DeepSpeedConfig)
+
+`help:` is the fix (or the did-you-mean of the message); the notes say at which world size the
+finding holds and where DeepSpeed (or Accelerate) itself would fail.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .concise import COLORS, header
+
+PHASES = {
+    "load": "load (reading the file)",
+    "parse": "parse (DeepSpeedConfig)",
+    "initialize": "initialize (deepspeed.initialize, the engine, the Trainer)",
+    "launch": "launch (accelerate launch)",
+}
+_DID_YOU_MEAN = re.compile(r"did you mean (.+?)\?")
+
+
+def _style(text: str, context, **style) -> str:
+    if not context.color:
+        return text
+    import click
+    return click.style(text, **style)
+
+
+def frame(finding, context) -> list[str]:
+    text = context.texts.get(finding.file)
+    if text is None:
+        return []
+    lines = text.split("\n")
+    if not 1 <= finding.line <= len(lines):
+        return []
+    shown = [n for n in (finding.line - 1, finding.line) if n >= 1]
+    width = len(str(shown[-1]))
+    gutter = _style(" " * width + " |", context, fg="blue", bold=True)
+    out = [gutter]
+    for number in shown:
+        out.append(_style(f"{number:>{width}} |", context, fg="blue", bold=True) + (" " + lines[number - 1]
+                                                                                    if lines[number - 1] else ""))
+    source = lines[finding.line - 1]
+    column = max(1, min(finding.column, len(source) + 1))
+    extent = context.extents.get(id(finding))
+    length = 1
+    if extent is not None:
+        start, end = extent
+        length = max(1, min(end - start, len(source) - (column - 1)))
+    lead = "".join("\t" if ch == "\t" else " " for ch in source[:column - 1])
+    carets = "^" + "~" * (length - 1)
+    out.append(gutter + " " + lead + _style(carets, context, fg=COLORS[finding.severity], bold=True))
+    return out
+
+
+def notes(finding, context, width: int) -> list[str]:
+    pad = " " * width + " = "
+    out = []
+    info = context.fix(finding)
+    if info is not None:
+        if info.edit is None:
+            help_text = info.description
+        elif info.safe:
+            help_text = f"{info.description} (safe fix: --fix)"
+        else:
+            help_text = f"{info.description} (unsafe fix: --fix --unsafe-fixes)"
+        out.append(pad + _style("help", context, fg="green", bold=True) + ": " + help_text)
+    else:
+        match = _DID_YOU_MEAN.search(finding.message)
+        if match:
+            out.append(pad + _style("help", context, fg="green", bold=True) + f": did you mean {match.group(1)}?")
+    parts = []
+    if finding.world_size is not None:
+        parts.append(f"at world size {finding.world_size}")
+    if finding.fails_in in PHASES:
+        parts.append(f"fails in: {PHASES[finding.fails_in]}")
+    if parts:
+        out.append(pad + _style("note", context, bold=True) + ": " + "; ".join(parts))
+    return out
+
+
+def render(findings, context) -> str:
+    blocks = []
+    for finding in findings:
+        lines = [header(finding, context)]
+        source = frame(finding, context)
+        lines.extend(source)
+        width = len(str(finding.line)) if source else 0
+        lines.extend(notes(finding, context, width))
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)

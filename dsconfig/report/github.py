@@ -1,0 +1,36 @@
+"""GitHub Actions workflow commands: one annotation per finding, shown on the file in the pull request.
+
+    ::error file=ds_config.json,line=3,col=37,title=dsconfig DS202::at world size 4. ...
+
+error -> ::error, warning -> ::warning, info -> ::notice. Escaping is @actions/core's
+(packages/core/src/command.ts): in the message `%`, `\\r`, `\\n` become `%25`, `%0D`, `%0A`; property
+values additionally escape `:` and `,` as `%3A` and `%2C`.
+"""
+
+from __future__ import annotations
+
+COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding) -> str:
+    properties = {
+        "file": finding.file,
+        "line": str(finding.line),
+        "col": str(finding.column),
+        "title": f"dsconfig {finding.code}",
+    }
+    joined = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
+    return f"::{COMMANDS[finding.severity]} {joined}::{escape_data(finding.message)}"
+
+
+def render(findings, context) -> str:
+    lines = [annotation(f) for f in findings]
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,129 @@
+"""SARIF 2.1.0 (OASIS), for GitHub code scanning and other SARIF viewers. Hand-written dicts, json.dumps.
+
+One run: `tool.driver.rules` lists the rules the results use (id, name, short and full description,
+helpUri, default level); each result has ruleId/ruleIndex, level, message, a location with a
+region (relative URIs against %SRCROOT%, the working directory), and, when dsconfig can apply
+the finding's fix, `fixes` with the replacement (`properties.applicability`: safe or unsafe).
+tests/test_formats.py validates the output against the official SARIF 2.1.0 JSON schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from urllib.parse import quote
+
+from .. import __version__
+
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+LEVELS = {"error": "error", "warning": "warning", "info": "note"}
+SRCROOT = "%SRCROOT%"
+INFORMATION_URI = "https://github.com/dsconfig/dsconfig"
+
+
+def artifact(path: str) -> dict:
+    """A relative URI against %SRCROOT% for a path below the working directory, else an absolute file URI."""
+    absolute = os.path.abspath(path)
+    rel = os.path.relpath(absolute)
+    if rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+        return {"uri": "file://" + quote(absolute.replace(os.sep, "/"))}
+    return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": SRCROOT}
+
+
+def _position(text: str | None, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return line, offset - (before.rfind("\n") + 1) + 1
+
+
+def region(finding, context) -> dict:
+    out = {"startLine": finding.line, "startColumn": finding.column}
+    extent = context.extents.get(id(finding))
+    text = context.texts.get(finding.file)
+    if extent is not None and text is not None:
+        end_line, end_column = _position(text, extent[1])
+        if (end_line, end_column) > (finding.line, finding.column):
+            out["endLine"], out["endColumn"] = end_line, end_column
+    return out
+
+
+def _rule(code: str) -> dict:
+    from ..rules import RULES
+    from . import rule_url
+    rule = RULES[code]
+    full = rule.summary
+    try:
+        docs = rule.docs
+        full = " ".join(part.strip() for part in (docs.what, docs.why) if part and part.strip()) or full
+    except Exception:  # docs are optional for a rule
+        pass
+    return {
+        "id": code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": full},
+        "helpUri": rule_url(code),
+        "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        "properties": {"severity": rule.severity},
+    }
+
+
+def _fix(finding, context) -> list:
+    info = context.fix(finding)
+    text = context.texts.get(finding.file)
+    if info is None or info.edit is None or text is None:
+        return []
+    start_line, start_column = _position(text, info.edit.start)
+    end_line, end_column = _position(text, info.edit.end)
+    return [{
+        "description": {"text": info.description[:1].upper() + info.description[1:]},
+        "artifactChanges": [{
+            "artifactLocation": artifact(finding.file),
+            "replacements": [{
+                "deletedRegion": {"startLine": start_line, "startColumn": start_column,
+                                  "endLine": end_line, "endColumn": end_column},
+                "insertedContent": {"text": info.edit.text},
+            }],
+        }],
+        "properties": {"applicability": "safe" if info.safe else "unsafe"},
+    }]
+
+
+def document(findings, context) -> dict:
+    codes = sorted({f.code for f in findings})
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for f in findings:
+        result = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": LEVELS[f.severity],
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {"artifactLocation": artifact(f.file), "region": region(f, context)}}],
+        }
+        fixes = _fix(f, context)
+        if fixes:
+            result["fixes"] = fixes
+        properties = {"pointer": f.pointer}
+        if f.world_size is not None:
+            properties["worldSize"] = f.world_size
+        if f.fails_in is not None:
+            properties["failsIn"] = f.fails_in
+        result["properties"] = properties
+        results.append(result)
+    cwd = os.getcwd().replace(os.sep, "/").rstrip("/") + "/"
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "dsconfig", "version": __version__, "informationUri": INFORMATION_URI,
+                                "rules": [_rule(code) for code in codes]}},
+            "originalUriBaseIds": {SRCROOT: {"uri": "file://" + quote(cwd if cwd.startswith("/") else "/" + cwd)}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def render(findings, context) -> str:
+    return json.dumps(document(findings, context), indent=2, ensure_ascii=False) + "\n"
