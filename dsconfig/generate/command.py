@@ -1,0 +1,262 @@
+"""`dsconfig generate`: a DeepSpeed config sized to the GPUs, with the plan that justifies it.
+
+    dsconfig generate --gpus 2 --gpu-mem 96GB [--model NAME|config.json | --params 7B] [--nodes 2]
+        [--global-batch 64] [--target hf-trainer|accelerate|deepspeed|lightning] [--output-dir DIR]
+
+The lead registers it as `"generate": "dsconfig.generate.command:generate"`; `python -m
+dsconfig.generate` runs it alone. Only the standard library, click and dsconfig's own estimate
+and lint modules are imported (no torch, DeepSpeed or transformers).
+
+Exit status: 0 the files were written (or printed), 2 a usage or input error, nothing fits, or a
+file would be overwritten without --force (one line on stderr: `dsconfig generate: error: ...`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..estimate import catalog, gpus as gpu_catalog, shapes
+from ..estimate.memory import OPTIMIZERS
+from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES, TARGETS
+
+PROG = "dsconfig generate"
+
+
+class InputError(click.ClickException):
+    """A bad option, a model that does not fit, a file in the way: one line on stderr, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"{PROG}: error: {self.format_message()}", err=True)
+
+
+class _OneLineErrors(click.Command):
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as error:
+            raise InputError(error.format_message()) from None
+
+
+@click.command("generate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per node.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes.")
+@click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: 96GB (10⁹ bytes), 80GiB, or a GPU name.")
+@click.option("--gpu", "gpu_name", metavar="NAME",
+              help="GPU model (H100-80GB, A100-40GB, V100-32GB, H20-96GB, ...): its memory and bf16 support.")
+@click.option("--cpu-mem", metavar="SIZE", help="CPU memory per node; checked when offloading. [default: not checked]")
+@click.option("--model", "model_name", metavar="NAME|config.json",
+              help=f"A catalog model (dsconfig estimate --list-models) or a Hugging Face config.json. "
+                   f"[default: {DEFAULT_MODEL}]")
+@click.option("--params", metavar="COUNT", help="Parameter count for a model outside the catalog, e.g. 7B, 350M.")
+@click.option("--layers", type=click.IntRange(min=1), help="With --params: transformer layers.")
+@click.option("--hidden", type=click.IntRange(min=1), help="With --params: hidden size.")
+@click.option("--heads", type=click.IntRange(min=1), help="With --params: attention heads.")
+@click.option("--kv-heads", type=click.IntRange(min=1), help="With --params: key/value heads (GQA).")
+@click.option("--intermediate", type=click.IntRange(min=1), help="With --params: MLP width (SwiGLU).")
+@click.option("--vocab", type=click.IntRange(min=1), help="With --params: vocabulary size.")
+@click.option("--largest-layer", type=click.IntRange(min=1),
+              help="With --params: parameters of the largest module (DeepSpeed's largest_layer_params).")
+@click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True, help="Tokens per sample.")
+@click.option("--global-batch", type=click.IntRange(min=1),
+              help="Samples per optimizer step over all GPUs. [default: the largest micro batch that fits (at most "
+                   "32) × the GPUs]")
+@click.option("--micro-batch", type=click.IntRange(min=1), help="Fix the samples per GPU per step. [default: the "
+                                                                "largest that fits]")
+@click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True,
+              help="auto: bf16 where the GPU has it, else fp16 with loss scaling.")
+@click.option("--target", type=click.Choice(TARGETS), default="hf-trainer", show_default=True,
+              help="Who hands the config to DeepSpeed.")
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+              help="The optimizer (its states decide the memory).")
+@click.option("--attention", type=click.Choice(("flash", "eager")), default="flash", show_default=True,
+              help="Attention kernel.")
+@click.option("--batchnorm", is_flag=True, help="The model has BatchNorm layers: never a micro batch below 2.")
+@click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None,
+              help="Force gradient checkpointing on or off. [default: on only when needed]")
+@click.option("--headroom", type=click.IntRange(0, 90), default=10, show_default=True, metavar="PERCENT",
+              help="GPU memory kept free (allocator fragmentation is not in the estimate).")
+@click.option("--nvme-path", metavar="PATH", help="A local NVMe folder: allows ZeRO-3 + NVMe offload as a last resort.")
+@click.option("--template", type=click.Choice(tuple(SHAPES)), help="Use this ZeRO/offload shape instead of choosing.")
+@click.option("--script", default="train.py", show_default=True, metavar="PATH",
+              help="The training script, as the launch commands name it.")
+@click.option("--output-dir", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Where the files go.")
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the files instead of writing them (the plan goes to "
+                                                          "stderr).")
+def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers, hidden, heads, kv_heads,
+             intermediate, vocab, largest_layer, seq_len, global_batch, micro_batch, precision, target, optimizer,
+             attention, batchnorm, gradient_checkpointing, headroom, nvme_path, template, script, output_dir, force,
+             to_stdout):
+    """Generate ds_config.json (and accelerate_config.yaml, a hostfile, a SLURM script) sized to the GPUs.
+
+    Chooses the least ZeRO sharding that fits with headroom, offload and gradient checkpointing only
+    when needed, bf16 where the GPU has it, and the largest micro batch that splits the global batch
+    exactly; prints the plan with the per-GPU memory and the launch command.
+    """
+    from . import planner, render, show
+
+    memory, name, bf16 = _hardware(gpu_name, gpu_mem)
+    model, default_model = _model(model_name, params, {"layers": layers, "hidden": hidden, "heads": heads,
+                                                       "kv_heads": kv_heads, "intermediate": intermediate,
+                                                       "vocab": vocab, "largest_layer": largest_layer})
+    request = planner.Request(
+        model=model, gpu_memory=memory, gpus=gpus, nodes=nodes, gpu_name=name, bf16_supported=bf16,
+        cpu_memory=_size(cpu_mem, "--cpu-mem"), seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
+        precision=precision, optimizer=optimizer, attention=attention, target=target, batchnorm=batchnorm,
+        checkpointing=gradient_checkpointing, headroom=headroom / 100, nvme_path=nvme_path, template=template,
+        default_model=default_model)
+    try:
+        result = planner.plan(request)
+    except planner.PlanError as error:
+        raise InputError(str(error)) from None
+    except planner.NoFit as error:
+        raise InputError(error.reason) from None
+
+    paths = _paths(output_dir, script)
+    files = render.files(result, paths)
+    problems = self_check(result, files)
+    if problems:
+        raise InputError(f"internal error: the generated {problems[0]} (please report this)")
+
+    unicode = _can_print("█▏")
+    if to_stdout:
+        click.echo(show.text(result, paths, None, unicode=_can_print("█▏", err=True)), err=True, nl=False)
+        for file in files:
+            if len(files) > 1:
+                click.echo(f"==> {file.name} <==")
+            click.echo(file.text, nl=False)
+        return
+    from .write import WriteError, write_all
+    try:
+        written = write_all(output_dir, files, force=force)
+    except WriteError as error:
+        raise InputError(str(error)) from None
+    click.echo(show.text(result, paths, written, unicode=unicode), nl=False)
+
+
+# -- inputs -------------------------------------------------------------------------------------------
+
+def _size(value: str | None, option: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return gpu_catalog.parse_size(value)
+    except ValueError as error:
+        raise InputError(f"{option}: {error}") from None
+
+
+def _hardware(gpu_name: str | None, gpu_mem: str | None) -> tuple[int, str | None, bool | None]:
+    """(bytes per GPU, GPU name, bf16 support) from --gpu and --gpu-mem (which may name a GPU)."""
+    gpu = None
+    if gpu_name is not None:
+        gpu = gpu_catalog.lookup(gpu_name)
+        if gpu is None:
+            raise InputError(f"--gpu: unknown GPU {gpu_name!r} (known: {', '.join(gpu_catalog.names())}); "
+                             "give its memory with --gpu-mem instead")
+    memory = None
+    if gpu_mem is not None:
+        named = gpu_catalog.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else None
+        if named is not None:
+            gpu = gpu or named
+            memory = named.memory_bytes
+        else:
+            memory = _size(gpu_mem, "--gpu-mem")
+    if memory is None and gpu is not None:
+        memory = gpu.memory_bytes
+    if memory is None:
+        raise InputError("say how much memory each GPU has: --gpu-mem 80GB, or --gpu H100-80GB")
+    return memory, gpu.name if gpu else None, gpu.bf16 if gpu else None
+
+
+def _model(model_name, params, flags) -> tuple[shapes.ModelShape, bool]:
+    """(shape, is the default model)."""
+    shape_flags = {k: v for k, v in flags.items() if v is not None}
+    if model_name and params:
+        raise InputError("give either --model or --params, not both")
+    if model_name:
+        if shape_flags:
+            raise InputError(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params, not --model")
+        entry = catalog.lookup(model_name)
+        if entry is not None:
+            return shapes.from_hf_config(entry.config, entry.name), False
+        if os.path.exists(model_name) or model_name.endswith(".json"):
+            return _from_config_file(model_name), False
+        raise InputError(f"--model: {model_name!r} is neither a catalog model (dsconfig estimate --list-models) nor a "
+                         "config.json")
+    if params:
+        try:
+            total = shapes.parse_count(params)
+            return shapes.from_params(total, name=f"{params}-parameter model", **shape_flags), False
+        except shapes.ShapeError as error:
+            raise InputError(f"--params: {error}") from None
+    if shape_flags:
+        raise InputError(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params")
+    entry = catalog.CATALOG[DEFAULT_MODEL]
+    return shapes.from_hf_config(entry.config, entry.name), True
+
+
+def _from_config_file(path: str) -> shapes.ModelShape:
+    import json
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except OSError as error:
+        raise InputError(f"--model: cannot read {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise InputError(f"--model: {path} is not JSON: {error}") from None
+    try:
+        return shapes.from_hf_config(config, os.path.basename(os.path.dirname(os.path.abspath(path))) or path)
+    except (shapes.ShapeError, TypeError) as error:
+        raise InputError(f"--model: {path}: {error}") from None
+
+
+def _paths(output_dir: str, script: str):
+    """The generated files as the launch (run from the current folder) names them."""
+    from .render import ACCELERATE_CONFIG, DS_CONFIG, HOSTFILE, SLURM, Paths
+
+    def where(name: str) -> str:
+        full = os.path.abspath(os.path.join(output_dir, name))
+        relative = os.path.relpath(full)
+        return full if relative.startswith("..") else relative
+
+    return Paths(where(DS_CONFIG), where(ACCELERATE_CONFIG), where(HOSTFILE), where(SLURM), script)
+
+
+def _can_print(text: str, err: bool = False) -> bool:
+    stream = sys.stderr if err else sys.stdout
+    try:
+        text.encode(getattr(stream, "encoding", None) or "ascii")
+        return True
+    except (UnicodeEncodeError, LookupError):
+        return False
+
+
+# -- self-check ---------------------------------------------------------------------------------------
+
+def self_check(plan, files) -> list[str]:
+    """Lint what was generated, as `dsconfig lint` would (target, world size, the Trainer's arguments).
+
+    Returns "file: CODE message" for every error; warnings and infos are left to the tests (which
+    require none but the documented infos). A non-empty result is a dsconfig bug.
+    """
+    from .. import engine
+    from .render import ACCELERATE_CONFIG, DS_CONFIG, trainer_arguments
+
+    request = plan.request
+    training_args = trainer_arguments(plan) if request.target == "hf-trainer" else None
+    options = engine.Options(target=request.target, world_sizes=(request.world_size,), gpus=request.gpus,
+                             nodes=request.nodes, training_args=training_args)
+    problems = []
+    for file in files:
+        if file.name not in (DS_CONFIG, ACCELERATE_CONFIG):
+            continue
+        for finding in engine.lint_text(file.text, file.name, options):
+            if finding.severity == "error":
+                problems.append(f"{file.name} fails dsconfig lint: {finding.code} {finding.message}")
+    return problems
