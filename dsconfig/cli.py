@@ -17,6 +17,7 @@ class LazyGroup(click.Group):
     lazy = {
         "lint": "dsconfig.commands.lint:lint",
         "estimate": "dsconfig.estimate.command:estimate",
+        "generate": "dsconfig.generate.command:generate",
         "rules": "dsconfig.commands.rules:rules",
         "rule": "dsconfig.commands.rules:rule",
     }

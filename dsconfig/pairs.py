@@ -2,8 +2,9 @@
 
 `deepspeed_config.deepspeed_config_file` hands a JSON file to DeepSpeedPlugin in every
 training process, so that JSON is linted as Accelerate will use it: target `accelerate`
-(json.load, Accelerate's "auto" fills) at the world size the YAML launches, unless the user
-asked for a target or world size. Each JSON is linted once, with the world sizes of every
+(json.load, Accelerate's "auto" fills; `hf-trainer` when the file holds an "auto" only the
+Trainer fills) at the world size the YAML launches, unless the user asked for a target or world
+size. Each JSON is linted once, with the world sizes of every
 YAML that names it, and never a second time standalone. What the two files disagree on is
 reported in both, each message naming the other file's position.
 """
@@ -103,17 +104,28 @@ def _missing(side: Side) -> Finding:
 def _lint_pair(real: str, json_path: str, users: list[Side], options: engine.Options) -> list[Finding]:
     from .accelerate.check import launched_world_size
     sizes = sorted({size for side in users if (size := launched_world_size(side.replay))})
-    pair_options = options._replace(target=options.target or "accelerate",
-                                    world_sizes=options.world_sizes or (tuple(sizes) or None), kind="deepspeed")
+    pair_options = options._replace(world_sizes=options.world_sizes or (tuple(sizes) or None), kind="deepspeed")
     doc, unreadable = engine.read_document(json_path, pair_options)
     if doc is None:
         return unreadable
+    pair_options = pair_options._replace(target=options.target or _launched_program(doc))
     findings = engine.lint_document(doc, pair_options)
     loaded, ds_config = doc.reading("json")  # DeepSpeedPlugin reads the file with json.load
     if loaded and isinstance(ds_config, dict):
         for side in users:
             findings.extend(pair_findings(side, doc, ds_config))
     return findings
+
+
+def _launched_program(doc) -> str:
+    """Who reads the JSON under `accelerate launch`: the HF Trainer when the file leaves an "auto"
+    that only the Trainer fills (optimizer betas/eps, ...), else the script's own prepare()."""
+    from .deepspeed.check import fill_targets
+    from .deepspeed.target import auto_pointers
+    loaded, value = doc.reading("json")
+    if loaded and any(fill_targets(p) == {"hf-trainer"} for p in auto_pointers(value)):
+        return "hf-trainer"
+    return "accelerate"
 
 
 # -- what the two files must agree on --------------------------------------------------------
