@@ -13,6 +13,12 @@ import json
 from . import jsonscan
 
 
+def _long_integer_offset(text: str) -> int:
+    import re
+    match = re.search(r"\d{4301,}", text)
+    return match.start() if match else 0
+
+
 class Document:
     """One input file. `kind` is set by `detect.classify`."""
 
@@ -37,6 +43,11 @@ class Document:
         except RecursionError:
             self.json_value = None
             self.json_error = json.JSONDecodeError("nesting too deep for json.load (RecursionError)", text, 0)
+        except ValueError as error:
+            # int() refuses literals past 4300 digits; json.load raises that ValueError as it is
+            self.json_value = None
+            self.json_error = json.JSONDecodeError(f"ValueError: {str(error).split(': value has')[0]}",
+                                                   text, _long_integer_offset(text))
 
     @property
     def hjson_value(self):

@@ -26,6 +26,7 @@ class Options(NamedTuple):
     sources: dict | None = None
     # When given, every document linted is recorded here by its path (spans for `--fix`, frames for `full`).
     documents: dict | None = None
+    max_bytes: int | None = None  # larger files are not read (DS007); None: files.MAX_BYTES
 
 
 class UsageError(Exception):
@@ -48,7 +49,10 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
         if path in virtual:
             files.append(path)
         elif os.path.isdir(path):
-            files.extend(_walk(path, exclude, gitignore))
+            found = _walk(path, exclude, gitignore)
+            if not found:
+                raise UsageError(f"{path}: no .json, .yaml or .yml file to lint in this folder or below it")
+            files.extend(found)
         elif os.path.exists(path):
             if not (exclude and exclude.excluded(path)):
                 files.append(path)
@@ -58,8 +62,20 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
                 raise UsageError(f"{path}: no file matches this pattern")
             files.extend(matched)
         else:
-            raise UsageError(f"{path}: no such file or directory")
+            raise UsageError(f"{path}: {_missing(path)}")
     return list(dict.fromkeys(files))
+
+
+def _missing(path: str) -> str:
+    """Why a path that os.path.exists denies is not there: a symlink loop or a dangling link say so."""
+    import errno
+    from .files import os_reason
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno != errno.ENOENT or os.path.islink(path):
+            return os_reason(path, error)
+    return "no such file or directory"
 
 
 def _is_glob(path: str) -> bool:
@@ -168,12 +184,15 @@ def _gitignored(path: str) -> bool:
     return False
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The file's bytes; files.TooLarge past `limit`, UsageError when it cannot be read."""
+    from . import files
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
+        return files.read_bytes(path, limit or files.MAX_BYTES)
+    except files.TooLarge:
+        raise
+    except files.FileError as error:
+        raise UsageError(str(error)) from None
 
 
 def decode(data: bytes) -> str:
@@ -201,7 +220,11 @@ def read_document(path: str, options: Options):
     if options.sources:
         data = options.sources.get(os.path.realpath(path))
     if data is None:
-        data = read_bytes(path)
+        from .files import TooLarge
+        try:
+            data = read_bytes(path, options.max_bytes)
+        except TooLarge as error:
+            return None, too_large(path, error, named=options.kind is not None)
     elif isinstance(data, str):
         data = data.encode("utf-8")
     try:
@@ -224,6 +247,21 @@ def undecodable(path: str, data: bytes, error: UnicodeDecodeError) -> list[Findi
         finding = Finding("DS005", "not UTF-8 text; not recognised as a config; skipped")
         line, column = 1, 1
     finding.file, finding.line, finding.column = path, line, column
+    return [finding]
+
+
+def too_large(path: str, error, named: bool = False) -> list[Finding]:
+    """DS007 for a file named like a config, or forced to be one (the user expects it checked); DS005
+    (skipped) otherwise: a 200 MB dataset.json found in a folder is no config."""
+    from . import detect
+    from .files import format_size
+    size = f"{format_size(error.size)}" if error.size is not None else f"more than {format_size(error.limit)}"
+    if named or detect.named_like_deepspeed(path) or detect.named_like_accelerate(path):
+        finding = Finding("DS007", f"{size}: larger than any DeepSpeed or Accelerate config; not linted "
+                                   f"(dsconfig reads at most {format_size(error.limit)}: --max-file-size)")
+    else:
+        finding = Finding("DS005", f"{size}: too large for a config; skipped")
+    finding.file, finding.line, finding.column = path, 1, 1
     return [finding]
 
 

@@ -63,7 +63,7 @@ class Note(NamedTuple):
 
 NOTE_KINDS = (
     "comment", "trailing-comma", "missing-comma", "unquoted-key", "single-quotes",
-    "quoteless-string", "multiline-string", "braceless-root", "empty-document",
+    "quoteless-string", "multiline-string", "braceless-root", "empty-document", "byte-order-mark",
 )
 
 
@@ -750,6 +750,7 @@ def scan(text: str) -> Scan:
     idx = 0
     if text[:1] == "\ufeff":
         idx = 1
+        scanner.notes.append(Note("byte-order-mark", 0, 1, ""))  # json.loads: "Unexpected UTF-8 BOM"
     elif text[:3] == "\xef\xbb\xbf":
         idx = 3
     ch, p = scanner.skip(idx, 3)  # raw_decode's getNext

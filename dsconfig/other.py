@@ -41,8 +41,8 @@ def lint_other(doc) -> list[Finding]:
     findings = []
     parsed = doc.scan is not None or doc.json_error is None
     if not parsed:
-        findings.append(Finding("DS005", "not recognised as a DeepSpeed or Accelerate config (it is not valid JSON); "
-                                         "skipped"))
+        why = "it is nested too deeply to read" if "nesting too deep" in str(doc.json_error) else "it is not valid JSON"
+        findings.append(Finding("DS005", f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped"))
         return findings
     value = doc.json_value if doc.json_error is None else doc.hjson_value
     findings.append(Finding("DS005", "not a DeepSpeed or Accelerate config; skipped"))

@@ -57,6 +57,8 @@ class Example(NamedTuple):
             words += ["--training-args", TRAINING_ARGS_FILE]
         if options.get("dataset_size"):
             words += ["--dataset-size", str(options["dataset_size"])]
+        if options.get("max_bytes"):
+            words += ["--max-file-size", str(options["max_bytes"])]
         return " ".join(words)
 
     def shown_files(self) -> list[tuple[str, str]]:
@@ -278,6 +280,31 @@ _doc(
         {"train": {"batch_size": 7, "epochs": 3}, "eval": {"batch_size": 16}}
         """, name="train.json"),
     fix="""Write the batch size as a positive integer literal: `7`, not `7.0` or `"7"`.""",
+)
+
+_doc(
+    "DS007",
+    what="""Reports a file named like a DeepSpeed or Accelerate config (`ds_config*.json`,
+    `accelerate_config.yaml`, ...) that is larger than any config: more than 256 KiB, or what `--max-file-size`
+    says. dsconfig stops reading it there and does not lint it. Larger files not named like configs are
+    skipped with a DS005 note instead.""",
+    why="""Real configs are a few kilobytes. A file of megabytes under a config's name is a dataset, a log or a
+    mistake, and reading all of it (200 MB, `/dev/zero`, a pipe that never ends) would cost time and memory
+    that no verdict is worth, so dsconfig says so at once instead of passing the file as if it had been
+    checked.""",
+    fails_in=(SILENT,),
+    failing=_ds("""
+        {
+          "train_micro_batch_size_per_gpu": 4,
+          "gradient_accumulation_steps": 8,
+          "comment": "linted with --max-file-size 100, this file is larger than that"
+        }
+        """, max_bytes=100),
+    passing=_ds("""
+        {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8}
+        """, max_bytes=100),
+    fix="""Give dsconfig the real config file. If a config truly is larger, raise the limit with
+    `--max-file-size 4MB`.""",
 )
 
 # =============================================================================================

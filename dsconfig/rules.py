@@ -71,6 +71,7 @@ _TABLE = [
     ("DS005", "not-a-config", "info", "Not a DeepSpeed or Accelerate config; skipped"),
     ("DS006", "non-integer-batch-size", "error",
      "A batch-size key outside DeepSpeed holds a non-integer (a PyTorch DataLoader rejects it)"),
+    ("DS007", "file-too-large", "error", "A file named like a config is too large to be one; it is not linted"),
     # -- keys and values ------------------------------------------------------------------
     ("DS100", "removed-key", "error", "A block or key DeepSpeed 0.19.8 removed; loading the config fails"),
     ("DS101", "unknown-key", "error", "Unknown key in a validated section; DeepSpeed rejects it"),

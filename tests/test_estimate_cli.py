@@ -214,7 +214,7 @@ def test_bad_files_are_one_line_errors(tmp_path):
     assert_one_line_error(run("--model", bad_model), "not supported")
     not_json = tmp_path / "model.json"
     not_json.write_text("{")
-    assert_one_line_error(run("--model", not_json), "not JSON")
+    assert_one_line_error(run("--model", not_json), "model.json:1:2: not valid JSON")
 
 
 def test_the_estimate_path_imports_no_heavy_module():

@@ -113,6 +113,8 @@ def unknown_top_level(config: dict, config_class: str) -> list[Finding]:
     if not unknown:
         return []
     listed = sorted(str(key) for key in unknown)
+    if len(listed) > 10:  # Accelerate lists them all; repeated in every finding, that grows with the square
+        listed = f"[{', '.join(repr(key) for key in listed[:10])}, ... {len(listed) - 10} more]"
     findings = []
     for key in unknown:
         message = (f"unknown key `{key}`: Accelerate refuses to load the file (\"had unknown keys ({listed})\")")

@@ -49,7 +49,7 @@ def _fail(message: str) -> None:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))  # unreadable: one line, below
 @click.option("--target", type=click.Choice(TARGETS),
               help="Who loads the config. Default: hf-trainer when the file holds \"auto\", else deepspeed.")
 @click.option("--world-size", "world_size", metavar="N[,N...]",
@@ -83,11 +83,13 @@ def _fail(message: str) -> None:
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply the safe fixes to the files.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
+@click.option("--max-file-size", "max_file_size", metavar="SIZE",
+              help="Do not read files larger than this (e.g. 4MB); a file named like a config over it is DS007. Default: 256KB.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
 def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
-         apply_fixes, unsafe_fixes, diff, stdin_filename):
+         apply_fixes, unsafe_fixes, diff, max_file_size, stdin_filename):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
 
     `-` reads standard input. With --fix, safe fixes are written back (stdin: the fixed text is printed).
@@ -125,6 +127,13 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
             raise click.UsageError(str(error)) from None
     if unsafe_fixes and not (apply_fixes or diff):
         raise click.UsageError("--unsafe-fixes needs --fix or --diff")
+    from .. import files as files_module
+    max_bytes = files_module.MAX_BYTES
+    if max_file_size is not None:
+        try:
+            max_bytes = files_module.parse_size(max_file_size)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--max-file-size") from None
 
     # -- inputs ---------------------------------------------------------------------------------------
     sources: dict = {}
@@ -137,7 +146,11 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
     if "-" in paths:
         name = stdin_filename or "-"
         stream = getattr(sys.stdin, "buffer", None)
-        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+        try:
+            data = files_module.read_stream(stream, name, max_bytes) if stream is not None \
+                else sys.stdin.read().encode("utf-8")
+        except files_module.TooLarge as error:
+            _fail(str(error))
         sources[os.path.realpath(name)] = data
         try:
             stdin_text[name] = data.decode("utf-8")
@@ -152,7 +165,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
     documents: dict = {}
     options = engine.Options(target=target or settings.target, world_sizes=sizes, gpus=gpus, nodes=nodes,
                              training_args=args, dataset_size=dataset_size, sources=sources or None,
-                             documents=documents)
+                             documents=documents, max_bytes=max_bytes)
 
     # -- lint (and fix) --------------------------------------------------------------------------------
     run = None

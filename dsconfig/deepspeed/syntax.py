@@ -19,6 +19,7 @@ _NOTE_WORDS = {
     "multiline-string": ("''' multiline string", "''' multiline strings"),
     "braceless-root": ("top-level object without braces", "top-level objects without braces"),
     "empty-document": ("empty document (hjson reads it as {})", "empty documents"),
+    "byte-order-mark": ("UTF-8 byte-order mark (BOM) at the start", "byte-order marks"),
 }
 
 JSON_READERS = "json.load (HF Trainer, Accelerate, Lightning)"

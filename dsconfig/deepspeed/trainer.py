@@ -32,7 +32,6 @@ Decisions, for the reader of the findings:
 from __future__ import annotations
 
 import copy
-import json
 import math
 import re
 from types import MappingProxyType
@@ -149,13 +148,11 @@ def load_training_args(path) -> dict:
     not TrainingArguments fields are kept (scripts parse model and data arguments from the same
     file) and only mentioned in the DS704 note.
     """
+    from ..files import FileError, read_json
     try:
-        with open(path, encoding="utf-8") as handle:
-            values = json.load(handle)
-    except OSError as error:
-        raise ValueError(f"cannot read training arguments {path}: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"training arguments {path} are not valid JSON: {error}") from None
+        values = read_json(path)
+    except FileError as error:
+        raise ValueError(f"training arguments {error}") from None
     errors = training_args_errors(values)
     if errors:
         raise ValueError(f"training arguments {path}: " + "; ".join(errors))

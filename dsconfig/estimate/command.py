@@ -215,18 +215,10 @@ def _model(model_name, params, flags) -> shapes.ModelShape:
 
 
 def _from_config_file(path: str) -> shapes.ModelShape:
-    import json
     try:
-        with open(path, encoding="utf-8") as handle:
-            config = json.load(handle)
-    except OSError as error:
-        raise InputError(f"--model: cannot read {path}: {error.strerror or error}") from None
-    except ValueError as error:
-        raise InputError(f"--model: {path} is not JSON: {error}") from None
-    try:
-        return shapes.from_hf_config(config, os.path.basename(os.path.dirname(os.path.abspath(path))) or path)
-    except (shapes.ShapeError, TypeError) as error:
-        raise InputError(f"--model: {path}: {error}") from None
+        return shapes.from_config_file(path)
+    except shapes.ShapeError as error:
+        raise InputError(f"--model: {error}") from None
 
 
 def _input_shape(text: str | None) -> tuple[int, ...]:

@@ -8,7 +8,6 @@ Trainer or Accelerate) and anything unreadable leave the estimate's default and 
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from ..jsonscan import ScanError, scan
 from ..values import is_auto
@@ -22,10 +21,11 @@ class ConfigError(ValueError):
 
 def read(path: str) -> tuple[dict, list[str]]:
     """(TrainingSetup field values, notes) from a ds_config.json path."""
+    from ..files import FileError, read_bytes
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
+        text = read_bytes(path).decode("utf-8")
+    except FileError as error:
+        raise ConfigError(str(error)) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
     try:

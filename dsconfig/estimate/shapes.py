@@ -125,6 +125,21 @@ def _need(config: dict, *keys) -> int:
     return value
 
 
+def from_config_file(path: str) -> ModelShape:
+    """The shape from a Hugging Face config.json file; ShapeError (one line, naming the file) otherwise."""
+    import os
+
+    from ..files import FileError, read_json
+    try:
+        config = read_json(path)
+    except FileError as error:
+        raise ShapeError(str(error)) from None
+    try:
+        return from_hf_config(config, os.path.basename(os.path.dirname(os.path.abspath(path))) or path)
+    except (ShapeError, TypeError, ValueError, OverflowError) as error:  # a wrong type or absurd size inside
+        raise ShapeError(f"{path}: {error}") from None
+
+
 def from_hf_config(config: dict, name: str = "") -> ModelShape:
     """Derive the shape from a Hugging Face config.json dict (transformers' defaults for missing keys)."""
     if not isinstance(config, dict):

@@ -1,0 +1,257 @@
+"""Hostile inputs for `dsconfig lint`, shared by tests/test_hostile.py (messages, exit codes) and
+bench/hostile.py (time and memory per case).
+
+Each case builds its files in a scratch folder and says how to run dsconfig on them, which exit
+code is right, and a fragment the one-line message must hold.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from typing import Callable, NamedTuple
+
+CONFIG = b'{\n  "train_micro_batch_size_per_gpu": 4,\n  "gradient_accumulation_steps": 2\n}\n'
+DSCONFIG = [sys.executable, "-m", "dsconfig"]
+
+
+class Spec(NamedTuple):
+    argv: list[str]
+    stdin: str | None = None  # a file (in the case's folder) to feed on standard input
+    shell: str | None = None  # a bash pipeline, for the closed-stdout case
+
+
+class Case(NamedTuple):
+    name: str
+    make: Callable[[str], Spec | None]  # builds the files under a folder; None when it cannot here
+    exit_code: int
+    says: str  # the message (stderr, else stdout) holds this; "" when the run must be silent
+    where: str | None = None  # the line must start with this path (and a line:col), when one exists
+
+
+def _write(folder: str, name: str, data: bytes) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+def _lint(*args: str) -> list[str]:
+    return [*DSCONFIG, "lint", *args]
+
+
+def _file(name: str, data: bytes, *args: str):
+    def make(folder: str) -> Spec:
+        _write(folder, name, data)
+        return Spec(_lint(name, *args))
+    return make
+
+
+def _big(folder: str) -> Spec:
+    # 200 MB of one JSON string: a valid document, far larger than any config.
+    path = os.path.join(folder, "ds_config.json")
+    with open(path, "wb") as handle:
+        handle.write(b'{"train_batch_size": 8, "pad": "')
+        block = b"x" * (1 << 20)
+        for _ in range(200):
+            handle.write(block)
+        handle.write(b'"}\n')
+    return Spec(_lint("ds_config.json"))
+
+
+def _write_keys(path: str, head: str, count: int) -> None:
+    with open(path, "w") as handle:
+        handle.write("{" + head)
+        for start in range(0, count, 10_000):
+            handle.write(", ".join(f'"k{i}": {i}' for i in range(start, min(count, start + 10_000))))
+            handle.write(", " if start + 10_000 < count else "}\n")
+
+
+def _many_keys(folder: str) -> Spec:
+    _write_keys(os.path.join(folder, "many_keys.json"), "", 1_000_000)
+    return Spec(_lint("many_keys.json"))
+
+
+def _many_keys_config(folder: str) -> Spec:
+    # a DeepSpeed config with a million unknown top-level keys: one finding for each would flood
+    _write_keys(os.path.join(folder, "ds_config.json"), '"train_batch_size": 8, ', 1_000_000)
+    return Spec(_lint("ds_config.json"))
+
+
+def _limit_unknown_keys(folder: str) -> Spec:
+    # just under the read limit, every key unknown: the most findings one file can produce
+    from dsconfig.files import MAX_BYTES
+    parts, size, i = ['{"train_batch_size": 8'], 24, 0
+    while size < MAX_BYTES - 32:
+        part = f', "unknown_key_{i}": {i}'
+        parts.append(part)
+        size += len(part)
+        i += 1
+    _write(folder, "ds_config.json", ("".join(parts) + "}").encode())
+    return Spec(_lint("ds_config.json"))
+
+
+def _limit_yaml(folder: str) -> Spec:
+    from dsconfig.files import MAX_BYTES
+    lines, size, i = ["compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"], 60, 0
+    while size < MAX_BYTES - 32:
+        line = f"unknown_key_{i}: {{nested: [{i}, {i}]}}\n"
+        lines.append(line)
+        size += len(line)
+        i += 1
+    _write(folder, "accelerate_config.yaml", "".join(lines).encode())
+    return Spec(_lint("accelerate_config.yaml"))
+
+
+def _deep_yaml(folder: str) -> Spec:
+    depth = 100_000
+    _write(folder, "accelerate_config.yaml", b"compute_environment: LOCAL_MACHINE\nfsdp_config: "
+           + b"[" * depth + b"]" * depth + b"\n")
+    return Spec(_lint("accelerate_config.yaml"))
+
+
+def _model_config(data: bytes, command: str):
+    def make(folder: str) -> Spec:
+        _write(folder, "config.json", data)
+        return Spec([*DSCONFIG, command, "--model", "config.json", "--gpus", "2", "--gpu-mem", "80GB",
+                     *(["--stdout"] if command == "generate" else [])])
+    return make
+
+
+def _deep(folder: str) -> Spec:
+    depth = 100_000
+    _write(folder, "ds_config.json", b"[" * depth + b"]" * depth)
+    return Spec(_lint("ds_config.json"))
+
+
+def _deep_object(folder: str) -> Spec:
+    depth = 35_000  # 100,000 levels of {"a": would pass the read limit; the array case has 100,000
+    _write(folder, "deep.json", b'{"a": ' * depth + b"1" + b"}" * depth)
+    return Spec(_lint("deep.json"))
+
+
+BILLION_LAUGHS = b"""compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+num_processes: 2
+"""
+
+BOMB_INSIDE = BILLION_LAUGHS.replace(b"num_processes: 2\n", b"") .replace(b"a: &a", b"x: &a") \
+    .replace(b"distributed_type: DEEPSPEED\n", b"distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n") \
+    + b"fsdp_config: {fsdp_sharding_strategy: *i, fsdp_offload_params: *i}\nnum_processes: 2\n"
+
+TAGS = b"""compute_environment: LOCAL_MACHINE
+distributed_type: !!python/object/apply:os.system ["echo pwned > pwned.txt"]
+num_processes: 2
+"""
+
+
+def _directory(folder: str) -> Spec:
+    os.mkdir(os.path.join(folder, "ds_config.json"))
+    return Spec(_lint(os.path.join("ds_config.json", "")))
+
+
+def _directory_empty(folder: str) -> Spec:
+    os.mkdir(os.path.join(folder, "configs"))
+    return Spec(_lint("configs"))
+
+
+def _symlink_loop(folder: str) -> Spec:
+    os.symlink("b.json", os.path.join(folder, "a.json"))
+    os.symlink("a.json", os.path.join(folder, "b.json"))
+    return Spec(_lint("a.json"))
+
+
+def _unreadable(folder: str) -> Spec | None:
+    path = _write(folder, "ds_config.json", CONFIG)
+    os.chmod(path, 0)
+    if os.geteuid() != 0:
+        return Spec(_lint("ds_config.json"))
+    # root reads anything; without the capabilities that let it, mode 000 refuses root too
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    return Spec([setpriv, "--bounding-set=-dac_override,-dac_read_search", *_lint("ds_config.json")])
+
+
+def _closed_stdout(folder: str) -> Spec | None:
+    if shutil.which("head") is None or shutil.which("bash") is None:
+        return None
+    body = ", ".join(f'"unknown_{i}": {i}' for i in range(2000))
+    _write(folder, "ds_config.json", ('{"train_batch_size": 7.0, ' + body + "}").encode())
+    command = " ".join(shlex.quote(part) for part in DSCONFIG + ["lint", "ds_config.json"])
+    return Spec([], shell=f"set -o pipefail; {command} | head -0")
+
+
+def _stdin_binary(folder: str) -> Spec:
+    _write(folder, "input.bin", bytes(range(256)) * 64)
+    return Spec(_lint("-", "--stdin-filename", "ds_config.json"), stdin="input.bin")
+
+
+CASES = [
+    Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
+    Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
+    Case("binary", _file("ds_config.json", bytes(range(256)) * 64), 1, "not UTF-8", "ds_config.json:2:118"),
+    Case("binary-other", _file("weights.json", b"\x00\x01PK\x03\x04" * 100), 0, "DS005", "weights.json:1:1"),
+    Case("invalid-utf8", _file("ds_config.json", b'{"train_batch_size": 8, "x": "\xff\xfe"}'), 1,
+         "byte 0xff", "ds_config.json:1:"),
+    Case("utf8-bom", _file("ds_config.json", b"\xef\xbb\xbf" + CONFIG), 0, "BOM", "ds_config.json:1:1"),
+    Case("utf8-bom-hf", _file("ds_config.json", b"\xef\xbb\xbf" + CONFIG, "--target", "hf-trainer"), 1, "BOM",
+         "ds_config.json:1:1"),
+    Case("utf16-bom", _file("ds_config.json", b"\xff\xfe" + CONFIG.decode().encode("utf-16-le")), 1,
+         "not UTF-8", "ds_config.json:1:1"),
+    Case("crlf", _file("ds_config.json", CONFIG.replace(b"\n", b"\r\n")), 0, "DS509", "ds_config.json:1:1"),
+    Case("crlf-error", _file("ds_config.json", b'{\r\n  "train_batch_size": 7.0\r\n}\r\n'), 1, "DS",
+         "ds_config.json:2:23"),
+    Case("200mb", _big, 1, "200 MiB", "ds_config.json:1:1"),
+    Case("deep-array", _deep, 1, "DS000", "ds_config.json:1:"),
+    Case("deep-object", _deep_object, 0, "DS005", "deep.json:1:1"),
+    Case("million-keys", _many_keys, 0, "DS005", "many_keys.json:1:1"),
+    Case("million-unknown-keys", _many_keys_config, 1, "DS", "ds_config.json:1:"),
+    Case("huge-integer", _file("ds_config.json", b'{"train_batch_size": ' + b"9" * 5000 + b"}"), 1, "DS000",
+         "ds_config.json:1:"),
+    Case("huge-float", _file("ds_config.json", b'{"train_batch_size": 1e400}'), 1, "train_batch_size",
+         "ds_config.json:1:"),
+    Case("nan", _file("ds_config.json", b'{"train_micro_batch_size_per_gpu": NaN}'), 1, "train_micro_batch_size",
+         "ds_config.json:1:"),
+    Case("billion-laughs", _file("accelerate_config.yaml", BILLION_LAUGHS), 1, "ACC001",
+         "accelerate_config.yaml:"),
+    Case("billion-laughs-inside", _file("accelerate_config.yaml", BOMB_INSIDE), 1, "ACC",
+         "accelerate_config.yaml:"),
+    Case("deep-yaml", _deep_yaml, 1, "DS000", "accelerate_config.yaml:1:1"),
+    Case("limit-unknown-keys", _limit_unknown_keys, 0, "DS102", "ds_config.json:1:"),
+    Case("limit-yaml", _limit_yaml, 1, "ACC001", "accelerate_config.yaml:3:1"),
+    Case("estimate-binary-model", _model_config(bytes(range(256)), "estimate"), 2, "config.json:2:118"),
+    Case("estimate-deep-model", _model_config(b"[" * 100_000 + b"]" * 100_000, "estimate"), 2, "config.json"),
+    Case("generate-huge-model", _model_config(b'{"hidden_size": 1' + b"0" * 5000 + b"}", "generate"), 2,
+         "config.json"),
+    Case("yaml-tags", _file("accelerate_config.yaml", TAGS), 1, "tag", "accelerate_config.yaml:2:"),
+    Case("directory-as-file", _directory, 2, "ds_config.json"),
+    Case("empty-directory", _directory_empty, 2, "configs"),
+    Case("missing", lambda folder: Spec(_lint("nowhere/ds_config.json")), 2, "nowhere/ds_config.json"),
+    Case("symlink-loop", _symlink_loop, 2, "symbolic links"),
+    Case("unreadable", _unreadable, 2, "ermission denied"),
+    Case("closed-stdout", _closed_stdout, 1, ""),
+    Case("stdin-binary", _stdin_binary, 1, "not UTF-8", "ds_config.json:2:118"),
+]
+
+
+def by_name(name: str) -> Case:
+    return next(case for case in CASES if case.name == name)
+
+
+def build(case: Case, folder: str) -> tuple[Spec | None, str]:
+    """Make the case's files in a fresh subfolder of `folder`: (how to run it there, the subfolder)."""
+    where = os.path.join(folder, case.name)
+    os.mkdir(where)
+    return case.make(where), where
