@@ -34,7 +34,7 @@ class Finding:
                  offset: int | None = None):
         assert fails_in is None or fails_in in PHASES, fails_in
         self.code = code
-        self.message = message
+        self.message = one_line(message)
         self.pointer = pointer
         self.fails_in = fails_in
         self.world_size = world_size
@@ -81,9 +81,22 @@ class Finding:
         return f"<{self.code} {self.pointer or '/'}{where} {self.fails_in or '-'}: {self.message}>"
 
 
+# Control characters (a key holding a newline, a tab, an escape sequence) and the Unicode line and
+# paragraph separators, written as escapes so that a finding stays one line in every format.
+_CONTROL = {c: f"\\x{c:02x}" for c in range(0x20)} | {0x7f: "\\x7f", 0x85: "\\x85", 0x2028: "\\u2028",
+                                                  0x2029: "\\u2029"}
+_CONTROL.update({0x09: "\\t", 0x0a: "\\n", 0x0d: "\\r"})
+
+
+def one_line(text: str) -> str:
+    return text.translate(_CONTROL) if not text.isprintable() else text
+
+
 def pointer_join(base: str, token) -> str:
     """Append one reference token to a JSON pointer (RFC 6901 escaping)."""
-    text = str(token).replace("~", "~0").replace("/", "~1")
+    text = str(token)
+    if "~" in text or "/" in text:
+        text = text.replace("~", "~0").replace("/", "~1")
     return f"{base}/{text}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..findings import PARSE, Finding
+from ..values import divisors
 
 TBS = "train_batch_size"
 MBS = "train_micro_batch_size_per_gpu"
@@ -106,20 +107,8 @@ def as_int(value) -> int | None:
     return None
 
 
-def divisors(n: int) -> list[int]:
-    small, large = [], []
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            small.append(i)
-            if i * i != n:
-                large.append(n // i)
-        i += 1
-    return small + large[::-1]
-
-
 def largest_divisor_at_most(n: int, limit: int) -> int:
-    return max(d for d in divisors(n) if d <= max(1, limit))
+    return max(divisors(n, max(1, limit)))
 
 
 def nearest_multiple(value: int, step: int) -> int:

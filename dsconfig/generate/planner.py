@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate
 from ..estimate.memory import Buckets
 from ..estimate.shapes import ModelShape
+from ..values import divisors
 
 TARGETS = ("hf-trainer", "accelerate", "deepspeed", "lightning")
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -252,18 +253,6 @@ def largest_fitting(fits, low: int, high: int) -> int:
     return low
 
 
-def divisors(n: int) -> list[int]:
-    small, large = [], []
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            small.append(i)
-            if i * i != n:
-                large.append(n // i)
-        i += 1
-    return small + large[::-1]
-
-
 def neighbours(target: int, world: int, micros: range) -> tuple[int | None, int | None]:
     """The reachable global batches (m × a × world, m in `micros`, a ≥ 1) just below and above `target`."""
     below = above = None
@@ -380,7 +369,7 @@ def _split_batch(request: Request, fits, world: int):
     largest = largest_fitting(fits, low, max(low, min(MAX_MICRO, -(-wanted // world))))
     if wanted % world == 0:
         share = wanted // world
-        candidates = [d for d in divisors(share) if low <= d <= largest]
+        candidates = [d for d in divisors(share, largest) if low <= d]
         if candidates:
             micro = candidates[-1]
             why = f"global batch {wanted} as asked"
@@ -389,7 +378,7 @@ def _split_batch(request: Request, fits, world: int):
                         f"(up to {largest} would fit)")
             return micro, share // micro, wanted, True, (), largest, why
     def best_micro(total: int) -> int:
-        return max(d for d in divisors(total // world) if low <= d <= largest)
+        return max(d for d in divisors(total // world, largest) if low <= d)
 
     nearest = tuple(n for n in neighbours(wanted, world, range(low, largest + 1)) if n is not None)
     # the closest; between two equally close, the one with the larger micro batch, then the smaller

@@ -1,0 +1,123 @@
+"""What the fuzzers feed and what they check: tests/test_fuzz.py (hypothesis, in every test run) and
+bench/fuzz.py (a long run) share it.
+
+A run of the pipeline "crashes" when it raises: the CLI would print "internal error" and exit 2.
+Every input must instead come out as findings with a known rule, a line and a column, render in
+every output format, and survive `--fix` (whose result must lint again without raising).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+from dsconfig import engine, fix, jsonscan, report
+from dsconfig.rules import RULES
+from dsconfig.yamldoc import YamlDocument
+
+# Inputs live under a folder that does not exist, so nothing on disk is read by accident
+# (an Accelerate YAML naming a deepspeed_config_file then gets its "missing file" finding).
+FOLDER = os.path.join(os.sep, "nonexistent-dsconfig-fuzz")
+NAMES = ("ds_config.json", "accelerate_config.yaml", "train.json", "notes.yaml", "zero3.json")
+TARGETS = (None, "deepspeed", "hf-trainer", "accelerate", "lightning")
+
+
+def seeds() -> list[tuple[str, bytes]]:
+    """Real configs to mutate: every rule example, and the research corpus when it is present."""
+    from dsconfig import ruledocs
+    found: list[tuple[str, bytes]] = []
+    for doc in ruledocs.DOCS.values():
+        for example in (doc.failing, doc.passing):
+            for name, text in example.files:
+                found.append((os.path.basename(name), text.encode("utf-8")))
+    corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus")
+    manifest = os.path.join(corpus, "MANIFEST.tsv")
+    if os.path.exists(manifest):
+        with open(manifest, encoding="utf-8") as handle:
+            for line in handle.read().splitlines()[1:]:
+                relative = line.split("\t")[0]
+                path = os.path.join(corpus, relative)
+                if os.path.isfile(path):
+                    with open(path, "rb") as config:
+                        found.append((os.path.basename(relative), config.read()))
+    return found
+
+
+# -- mutations --------------------------------------------------------------------------------------
+
+_TOKENS = [b"{", b"}", b"[", b"]", b",", b":", b'"', b"'", b"\n", b"\r\n", b"#", b"//", b"/*", b"*/", b"'''",
+           b"auto", b'"auto"', b"null", b"true", b"false", b"NaN", b"-Infinity", b"1e400", b"7.0", b"-1", b"0",
+           b"9" * 40, b"\xef\xbb\xbf", b"\xff", b"\x00", b"\\u0000", b"\\ud800", b"&a", b"*a", b"!!python/name:x",
+           b"<<: *a", b"---", b"...", b"- ", b"  ", b"\t", b"%YAML 1.1", b"stage", b"zero_optimization",
+           b"train_batch_size", b"deepspeed_config_file", b"num_processes", b"distributed_type: DEEPSPEED"]
+
+
+def mutate(data: bytes, rng: random.Random, steps: int) -> bytes:
+    """Flip, insert, delete, duplicate and splice bytes and tokens; `steps` edits."""
+    buffer = bytearray(data)
+    for _ in range(steps):
+        choice = rng.randrange(7)
+        at = rng.randrange(len(buffer) + 1)
+        if choice == 0 and buffer:  # flip a byte
+            at = min(at, len(buffer) - 1)
+            buffer[at] = rng.randrange(256)
+        elif choice == 1:  # insert a token that matters to one of the readers
+            buffer[at:at] = rng.choice(_TOKENS)
+        elif choice == 2 and buffer:  # delete a run
+            del buffer[at:at + rng.randrange(1, 16)]
+        elif choice == 3 and buffer:  # duplicate a slice (duplicate keys, repeated members)
+            end = min(len(buffer), at + rng.randrange(1, 64))
+            buffer[at:at] = buffer[max(0, at - (end - at)):at] or buffer[at:end]
+        elif choice == 4:  # truncate
+            del buffer[at:]
+        elif choice == 5:  # random bytes
+            buffer[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8)))
+        else:  # swap a number for another
+            buffer[at:at] = str(rng.choice([0, 1, 2, 3, 7, 8, 16, 1024, -4, 2 ** 63, 0.5, 7.0])).encode()
+    return bytes(buffer)
+
+
+# -- the properties -----------------------------------------------------------------------------------
+
+def check_scanners(data: bytes) -> None:
+    """jsonscan raises only ScanError; YamlDocument never raises."""
+    try:
+        text = engine.decode(data)
+    except UnicodeDecodeError:
+        return
+    try:
+        jsonscan.scan(text)
+    except jsonscan.ScanError:
+        pass
+    YamlDocument("fuzz.yaml", text)
+
+
+def check_lint(name: str, data: bytes, target: str | None = None, world_sizes=None, with_fix: bool = True) -> list:
+    """Lint `data` as the file `name`; assert the findings are well-formed and render everywhere."""
+    path = os.path.join(FOLDER, name)
+    documents: dict = {}
+    options = engine.Options(target=target, world_sizes=world_sizes, sources={os.path.realpath(path): data},
+                             documents=documents)
+    findings = engine.lint_files([path], options)
+    texts = {doc_path: doc.text for doc_path, doc in documents.items()}
+    for finding in findings:
+        assert finding.code in RULES, finding
+        assert finding.file is not None and finding.line >= 1 and finding.column >= 1, finding
+        assert finding.severity in ("error", "warning", "info"), finding
+        assert "\n" not in finding.message, finding  # one finding, one line
+    context = report.Context(fixes=fix.describe(findings, documents), texts=texts,
+                             extents=fix.extents(findings, documents))
+    for name_ in report.FORMATS:
+        report.render(name_, findings, context)
+    if with_fix:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return findings
+        result = fix.run([path], options._replace(documents=None), keep=lambda finding: True, unsafe=True,
+                         stdin={path: text})
+        for outcome in result.files.values():
+            # the fixed text lints again without raising
+            engine.lint_files([path], options._replace(sources={os.path.realpath(path): outcome.text},
+                                                       documents=None))
+    return findings
