@@ -6,13 +6,18 @@ the value from it, so the value is safe_load's and the nodes give positions: a J
 index of key and value offsets for `locate`, the duplicate keys, and the plain scalars that
 YAML 1.1 turned into booleans. PyYAML is imported here only, so JSON-only runs never load it.
 
-The loader is PyYAML's pure-Python SafeLoader, the one safe_load uses, not libyaml's
-CSafeLoader: libyaml reads some texts differently (`0<TAB>` loads, `!` is '' instead of None,
-any nesting depth composes where safe_load hits RecursionError). A config reads in about 1 ms.
+safe_load is PyYAML's pure-Python SafeLoader; libyaml's CSafeLoader is about ten times faster
+but reads some texts differently (`0<TAB>` loads, `!` is '' instead of None, `[a:b]` loads, any
+nesting depth composes where safe_load hits RecursionError, marks count bytes). So libyaml reads a
+text only when it stays inside a plain subset where the two agree (`_libyaml_agrees`: text
+without tabs or control characters, tags, backslashes or directives, shallow nesting, short lines;
+tests/test_yamldoc_fast.py checks the agreement), and only when it loads the text without error;
+everything else, and every error message, comes from the pure-Python loader.
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from . import jsonscan
@@ -42,7 +47,7 @@ class LoadError(NamedTuple):
 class YamlDocument:
     """One YAML input. `loaded` and `value` are what `yaml.safe_load` returns (or that it raises)."""
 
-    def __init__(self, path: str, text: str):
+    def __init__(self, path: str, text: str, fast: bool = True):
         self.path = path
         self.text = text
         self.kind = "unknown"
@@ -53,7 +58,7 @@ class YamlDocument:
         self.yaml11_booleans: dict[str, str] = {}  # pointer -> the word (`no`, `Off`, ...) safe_load made a bool
         self.spans: dict[str, Span] = {}
         self._line_starts: list[int] | None = None
-        self._read()
+        self._read(fast)  # fast=False: never libyaml (the agreement tests compare the two)
 
     def reading(self, loader: str = "yaml") -> tuple[bool, object]:
         """(loaded, value): the same signature as Document.reading; YAML has one loader."""
@@ -79,17 +84,26 @@ class YamlDocument:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def _read(self) -> None:
+    def _read(self, fast: bool = True) -> None:
         import yaml
+        if fast and _libyaml_agrees(self.text) and hasattr(yaml, "CSafeLoader"):
+            try:
+                self._load(yaml, yaml.CSafeLoader)
+                return
+            except Exception:  # noqa: BLE001 - the pure-Python loader gives the error as safe_load would
+                self._reset()
         try:
-            self._load(yaml)
+            self._load(yaml, yaml.SafeLoader)
         except Exception as error:  # YAMLError, ValueError (bad timestamps), RecursionError, ...
             self.error = _describe_error(error, yaml)
-            self.loaded, self.value, self.spans = False, None, {}
-            self.duplicates, self.yaml11_booleans = [], {}
+            self._reset()
 
-    def _load(self, yaml) -> None:
-        loader = yaml.SafeLoader(self.text)
+    def _reset(self) -> None:
+        self.loaded, self.value, self.spans = False, None, {}
+        self.duplicates, self.yaml11_booleans = [], {}
+
+    def _load(self, yaml, loader_class) -> None:
+        loader = loader_class(self.text)
         try:
             root = loader.get_single_node()
             if root is None:  # an empty stream: safe_load returns None
@@ -135,6 +149,36 @@ class YamlDocument:
                                                      first[key]))
                 else:
                     first[key] = key_node.start_mark.index
+
+
+# Control characters, tabs, NEL, the BOM and surrogates (PyYAML's reader and libyaml's treat them
+# differently), and the characters that start tags, escapes and directives.
+_OUTSIDE_PLAIN_SUBSET = re.compile(
+    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\]|^%", re.MULTILINE)
+_INDENT = re.compile(r"^ *", re.MULTILINE)
+_SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
+
+
+def _libyaml_agrees(text: str) -> bool:
+    """Whether the text lies in the subset where libyaml and safe_load read the same nodes
+    (marks count characters in both).
+
+    Nesting stays far below the depth where safe_load's recursion fails (~300 levels): it is
+    bounded by the indentation plus the `- ` that open nested sequences on one line. libyaml
+    and PyYAML also differ on simple keys longer than 1024 characters, hence the line length.
+    """
+    if len(text) > 65536 or _OUTSIDE_PLAIN_SUBSET.search(text):
+        return False
+    if "[" in text or "{" in text:
+        # flow collections differ in corners (`{a?}` loads in libyaml only); `[]`, `{}` and lists of
+        # plain words, all that real configs hold, do not
+        text = _SIMPLE_FLOW.sub("x", text)
+        if "[" in text or "{" in text or "]" in text or "}" in text:
+            return False
+    if max(map(len, text.split("\n"))) > 1000:
+        return False
+    deepest = max((len(match) for match in _INDENT.findall(text)), default=0)
+    return deepest + text.count("- ") + text.count("[") + text.count("{") < 150
 
 
 def _own_pairs(root) -> dict[int, list]:

@@ -268,7 +268,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
     for field in fields:
         key = field.alias if field.alias and field.alias in items else field.name
         if key not in items:
-            values[field.name] = copy.deepcopy(field.default)
+            values[field.name] = _copied(field.default)
             continue
         given[field.name] = key
         try:
@@ -334,7 +334,7 @@ def _migrate_deprecated(fields, values, given, where, ctx) -> bool:
         migrate = dep.get("migrate")
         value = values.pop(field.name)
         if migrate is not None:
-            value = copy.deepcopy(migrate["truthy"] if value else migrate["falsy"])
+            value = _copied(migrate["truthy"] if value else migrate["falsy"])
         values[new] = value
         given[new] = given[field.name]
     return True
@@ -568,25 +568,30 @@ def _path(value):
     raise _Reject("Input is not a valid path for <class 'pathlib.Path'>" + _got(value))
 
 
+def _copied(value):
+    """A deep copy, skipped for the immutable scalars that most defaults and values are."""
+    return value if value is None or isinstance(value, (str, int, float, bool)) else copy.deepcopy(value)
+
+
 def _any(value):
-    return copy.deepcopy(value)
+    return _copied(value)
 
 
 def _dict(value):
     if isinstance(value, dict):
-        return copy.deepcopy(value)
+        return _copied(value)
     raise _Reject("Input should be a valid dictionary" + _got(value))
 
 
 def _list(value):
     if isinstance(value, list):
-        return copy.deepcopy(value)
+        return _copied(value)
     raise _Reject("Input should be a valid list" + _got(value))
 
 
 def _tuple(value):
     if isinstance(value, list):
-        return copy.deepcopy(value)
+        return _copied(value)
     raise _Reject("Input should be a valid tuple" + _got(value))
 
 

@@ -28,15 +28,23 @@ _CRASH_AT_INITIALIZE = ("/gradient_clipping", "/optimizer/params/", "/scheduler/
 
 def auto_pointers(value, pointer: str = "") -> list[str]:
     """Every JSON pointer whose value is the string "auto" (iterative: configs can nest deeply)."""
+    if is_auto(value):
+        return [pointer]
     found, stack = [], [(value, pointer)]
-    while stack:
+    while stack:  # pointers are built only for "auto" values and containers: most leaves are neither
         node, where = stack.pop()
-        if is_auto(node):
-            found.append(where)
-        elif isinstance(node, dict):
-            stack.extend((child, pointer_join(where, key)) for key, child in node.items())
+        if isinstance(node, dict):
+            children = node.items()
         elif isinstance(node, list):
-            stack.extend((child, pointer_join(where, i)) for i, child in enumerate(node))
+            children = enumerate(node)
+        else:
+            continue
+        for key, child in children:
+            if isinstance(child, str):
+                if child == "auto":
+                    found.append(pointer_join(where, key))
+            elif isinstance(child, (dict, list)):
+                stack.append((child, pointer_join(where, key)))
     return sorted(found)
 
 

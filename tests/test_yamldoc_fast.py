@@ -1,0 +1,92 @@
+"""libyaml reads a YAML file only inside the subset where it agrees with safe_load's pure-Python
+loader (dsconfig/yamldoc.py). Here the two readings are compared wherever the fast path is taken:
+every corpus YAML, mutations of them and of the rule examples, PyYAML dumps of random values in
+every style, and YAML-significant character soup. DSCONFIG_YAML_EXAMPLES sets the examples per
+property (default 400)."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from dsconfig.yamldoc import YamlDocument, _libyaml_agrees
+from tests.conftest import corpus_files
+from tests.fuzz_targets import mutate, seeds
+
+EXAMPLES = int(os.environ.get("DSCONFIG_YAML_EXAMPLES", "400"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+YAML_SEEDS = [data.decode("utf-8") for name, data in seeds() if name.endswith((".yaml", ".yml"))]
+
+
+def _comparable(value):
+    """NaN != NaN; compare the structure with NaN spelled out."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, dict):
+        return {repr(_comparable(k)): _comparable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def _same_reading(text: str) -> bool:
+    """False when the fast path is not taken; asserts the readings agree when it is."""
+    if not _libyaml_agrees(text):
+        return False
+    fast, pure = YamlDocument("x.yaml", text), YamlDocument("x.yaml", text, fast=False)
+    assert fast.loaded == pure.loaded, text
+    assert fast.error == pure.error, text
+    assert _comparable(fast.value) == _comparable(pure.value), text
+    assert fast.spans == pure.spans, text
+    assert fast.duplicates == pure.duplicates, text
+    assert fast.yaml11_booleans == pure.yaml11_booleans, text
+    return True
+
+
+def test_corpus_yaml_reads_the_same():
+    files = [path for path, kind in corpus_files() if path.suffix in (".yaml", ".yml")]
+    if not files:
+        pytest.skip("../shared/corpus is not available")
+    taken = sum(_same_reading(path.read_text(encoding="utf-8").replace("\r\n", "\n")) for path in files)
+    assert taken >= len(files) // 2  # the fast path is the common one, or it buys nothing
+
+
+def test_the_subset_refuses_what_libyaml_reads_differently():
+    for text in ("a: 0\t\n", "a: !!str 1\n", "a: !x 1\n", "%YAML 1.1\n---\na: 1\n", "a: \"\\x41\"\n",
+                 "\ufeffa: 1\n", "a: \x85\n", "a: " + "[" * 200 + "]" * 200 + "\n", "- " * 200 + "a\n",
+                 "k" * 1100 + ": 1\n"):
+        assert not _libyaml_agrees(text), text
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2 ** 32 - 1), steps=st.integers(1, 8), index=st.integers(0, max(0, len(YAML_SEEDS) - 1)))
+def test_mutated_configs_read_the_same(seed, steps, index):
+    text = mutate(YAML_SEEDS[index].encode("utf-8"), random.Random(seed), steps).decode("utf-8", "replace")
+    _same_reading(text.replace("\r", "\n"))
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 6, 10 ** 6), st.floats(allow_nan=True),
+                     st.text(max_size=12), st.sampled_from(["no", "yes", "on", "off", "~", "0o17", "0x1f", "1_000",
+                                                            "2024-01-01", ".inf", "<<", "=", "a: b", "- x", "#"]))
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                          st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+                       max_leaves=20)
+
+
+@SETTINGS
+@given(value=_values, flow=st.sampled_from([True, False, None]), width=st.sampled_from([20, 80, 1000]))
+def test_dumped_values_read_the_same(value, flow, width):
+    _same_reading(yaml.safe_dump(value, default_flow_style=flow, width=width, allow_unicode=True))
+
+
+@SETTINGS
+@given(pieces=st.lists(st.sampled_from(list("ab01 \n:-[]{},#\"'&*?|><=~.yno@`%") +
+                                      ["<<", "  ", "- ", ": ", "[]", "{}", ": [a, b]", ": []", ": {}", ", "]),
+                      max_size=80))
+def test_character_soup_reads_the_same(pieces):
+    _same_reading("".join(pieces))
