@@ -25,14 +25,6 @@ HEAVY = ("torch", "transformers", "deepspeed", "accelerate")
 TARGET_MS = 150.0
 
 
-def command(args: list[str]) -> list[str]:
-    """`dsconfig generate` once the lead registers it; until then `python -m dsconfig.generate`."""
-    probe = subprocess.run(dsconfig("generate", "--help"), capture_output=True, text=True, cwd=ROOT)
-    if probe.returncode == 0:
-        return dsconfig("generate", *args)
-    return [sys.executable, "-m", "dsconfig.generate", *args]
-
-
 def heavy_imports(args: list[str]) -> list[str]:
     """Modules from HEAVY that the generate path imports (there should be none)."""
     probe = ("import sys, runpy\n"
@@ -57,7 +49,7 @@ def main() -> int:
     generate_args = args.extra or DEFAULT_ARGS
     if "--stdout" not in generate_args:
         generate_args = [*generate_args, "--stdout"]
-    cmd = command(generate_args)
+    cmd = dsconfig("generate", *generate_args)
     timings = time_command(cmd, args.runs, cwd=ROOT, ok=(0,))
     median = statistics.median(timings)
     print(f"command: {' '.join(cmd)}")

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from hostile_cases import CASES, Spec, by_name, build  # noqa: E402
+from hostile_cases import CASES, Spec  # noqa: E402
 
 TIME_BUDGET_S = 2.0
 MEMORY_BUDGET_MB = 500
