@@ -114,3 +114,40 @@ def parse_size(text: str) -> int:
     if size < 1:
         raise ValueError(f"{text!r} is not a positive size")
     return size
+
+
+def write_atomic(path: str, text: str, mode: int | None = None) -> None:
+    """Replace (or create) `path` with `text` in UTF-8, all or nothing.
+
+    The bytes go to a temporary file in the same folder, are flushed to disk, get `mode` (default:
+    the existing file's mode, or 0o666 less the umask for a new file) and are renamed over `path`,
+    so a reader sees the old file or the new one, never half of one. A symbolic link is refused:
+    replacing it would cut the link, following it could write anywhere. Raises OSError.
+    """
+    import stat
+    import tempfile
+
+    if os.path.islink(path):
+        raise OSError(errno.EPERM, "a symbolic link; not written through", path)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mask = os.umask(0)
+            os.umask(mask)
+            mode = 0o666 & ~mask
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".dsconfig", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(text.encode("utf-8"))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

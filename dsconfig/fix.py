@@ -682,25 +682,6 @@ def unified_diff(result: FileResult) -> str:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` (UTF-8) atomically, keeping its mode; refuse symbolic links."""
-    import stat
-    import tempfile
-
-    if os.path.islink(path):
-        raise OSError(f"{path} is a symbolic link; not written")
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".dsconfig", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    """Replace `path` with `text` atomically, keeping its mode; refuse symbolic links."""
+    from .files import write_atomic as write
+    write(path, text)

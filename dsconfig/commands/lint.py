@@ -64,6 +64,7 @@ def _fail(message: str) -> None:
               show_default=True, help="Output format.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
               help="Write the findings (or statistics) to FILE instead of standard output.")
+@click.option("--force", is_flag=True, help="With -o: overwrite FILE if it exists.")
 @click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour concise and full output (auto: on a terminal, unless NO_COLOR is set).")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
@@ -87,7 +88,7 @@ def _fail(message: str) -> None:
               help="Do not read files larger than this (e.g. 4MB); a file named like a config over it is DS007. Default: 256KB.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
-def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, color,
+def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
          apply_fixes, unsafe_fixes, diff, max_file_size, stdin_filename):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
@@ -127,6 +128,8 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
             raise click.UsageError(str(error)) from None
     if unsafe_fixes and not (apply_fixes or diff):
         raise click.UsageError("--unsafe-fixes needs --fix or --diff")
+    if output_file is not None and os.path.lexists(output_file) and not force:
+        _fail(f"{output_file} exists; pass --force to overwrite it")
     from .. import files as files_module
     max_bytes = files_module.MAX_BYTES
     if max_file_size is not None:
@@ -212,8 +215,11 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
     else:
         text = report.render(output_format, findings, context)
     if output_file is not None:
-        with open(output_file, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        from ..files import write_atomic
+        try:
+            write_atomic(output_file, text)
+        except OSError as error:
+            _fail(f"{output_file}: cannot write: {error.strerror or error}")
     elif apply_fixes and stdin_text:
         click.echo(text, nl=False, err=True)  # stdout carries the fixed text
     else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from typing import Iterable, NamedTuple
 
 
@@ -87,21 +86,8 @@ def write_all(output_dir: str, files, force: bool = False) -> list[str]:
 
 
 def _atomic_write(path: str, text: str, mode: int, shown: str) -> None:
-    folder = os.path.dirname(path) or "."
+    from ..files import write_atomic
     try:
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        write_atomic(path, text, mode)
     except OSError as error:
-        raise WriteError(f"cannot write {shown}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except OSError as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
         raise WriteError(f"cannot write {shown}: {error.strerror or error}") from None
