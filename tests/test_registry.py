@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dsconfig.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,3 +52,38 @@ def test_lint_path_imports_nothing_heavy(tmp_path):
     assert result.returncode == 0, result.stderr
     heavy = [line for line in result.stdout.splitlines() if line.startswith("HEAVY:")]
     assert heavy == ["HEAVY:"], result.stdout
+
+
+NEVER = ("torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonschema", "numpy")
+
+
+def _modules_after(argv: list[str], cwd) -> set[str]:
+    probe = (
+        "import sys\n"
+        "from dsconfig.cli import main\n"
+        f"sys.argv = ['dsconfig'] + {argv!r}\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES:' + ' '.join(sorted(m.split('.')[0] for m in sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd)
+    marked = [line for line in result.stdout.splitlines() if line.startswith("MODULES:")]
+    assert marked, result.stderr
+    return set(marked[-1][len("MODULES:"):].split())
+
+
+@pytest.mark.parametrize("argv, allowed", [
+    (["--help"], ()),
+    (["lint", "accelerate_config.yaml"], ("yaml",)),
+    (["estimate", "--params", "7B", "--gpus", "2", "--gpu-mem", "80GB"], ()),
+    (["generate", "--gpus", "2", "--gpu-mem", "96GB", "--stdout"], ("yaml",)),
+    (["rules"], ()),
+], ids=["help", "lint-yaml", "estimate", "generate", "rules"])
+def test_each_command_imports_only_what_it_needs(argv, allowed, tmp_path):
+    """The CLI itself loads no PyYAML; YAML work loads it; nothing ever loads the oracles."""
+    (tmp_path / "accelerate_config.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: NO\n")
+    loaded = _modules_after(argv, tmp_path)
+    assert not loaded & set(NEVER), loaded & set(NEVER)
+    assert "yaml" not in loaded or "yaml" in allowed
