@@ -16,6 +16,7 @@ import sys
 
 import click
 
+from ..commands.oneline import one_line_errors
 from . import catalog, gpus, shapes
 from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
 from .memory import OPTIMIZERS, Buckets
@@ -23,23 +24,8 @@ from .memory import OPTIMIZERS, Buckets
 PROG = "dsconfig estimate"
 
 
-class InputError(click.ClickException):
-    """A bad option or input file: one line on stderr, exit status 2."""
-
-    exit_code = 2
-
-    def show(self, file=None):
-        click.echo(f"{PROG}: error: {self.format_message()}", err=True)
-
-
-class _OneLineErrors(click.Command):
-    """Usage errors (unknown option, bad choice) as one line too, standalone or inside the group."""
-
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as error:
-            raise InputError(error.format_message()) from None
+# A bad option or input file: one line on stderr, exit status 2.
+InputError, _OneLineErrors = one_line_errors(PROG)
 
 
 def _size(value: str | None, option: str) -> int | None:

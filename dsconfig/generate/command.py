@@ -18,6 +18,7 @@ import sys
 
 import click
 
+from ..commands.oneline import one_line_errors
 from ..estimate import catalog, gpus as gpu_catalog, shapes
 from ..estimate.memory import OPTIMIZERS
 from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES, TARGETS
@@ -25,21 +26,8 @@ from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES, TARGETS
 PROG = "dsconfig generate"
 
 
-class InputError(click.ClickException):
-    """A bad option, a model that does not fit, a file in the way: one line on stderr, exit status 2."""
-
-    exit_code = 2
-
-    def show(self, file=None):
-        click.echo(f"{PROG}: error: {self.format_message()}", err=True)
-
-
-class _OneLineErrors(click.Command):
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as error:
-            raise InputError(error.format_message()) from None
+# A bad option or input file, a model that does not fit, a file in the way: one line, exit status 2.
+InputError, _OneLineErrors = one_line_errors(PROG)
 
 
 @click.command("generate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
