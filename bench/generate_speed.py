@@ -13,32 +13,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from timing import dsconfig, summary, time_command
+from timing import dsconfig, heavy_imports, summary, time_command
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ["--gpus", "2", "--gpu-mem", "96GB", "--global-batch", "64", "--stdout"]
-HEAVY = ("torch", "transformers", "deepspeed", "accelerate")
 TARGET_MS = 150.0
-
-
-def heavy_imports(args: list[str]) -> list[str]:
-    """Modules from HEAVY that the generate path imports (there should be none)."""
-    probe = ("import sys, runpy\n"
-             f"sys.argv = ['dsconfig generate'] + {args!r}\n"
-             "try:\n"
-             "    runpy.run_module('dsconfig.generate', run_name='__main__')\n"
-             "except SystemExit:\n"
-             "    pass\n"
-             f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT).stdout
-    marked = [line for line in out.splitlines() if line.startswith("HEAVY:")]
-    if not marked:
-        sys.exit("the import probe did not run")
-    return [m for m in marked[-1][len("HEAVY:"):].split(",") if m]
 
 
 def main() -> int:
@@ -54,7 +36,7 @@ def main() -> int:
     median = statistics.median(timings)
     print(f"command: {' '.join(cmd)}")
     print(summary("dsconfig generate", timings) + f"; target < {TARGET_MS:.0f} ms")
-    heavy = heavy_imports(generate_args)
+    heavy = heavy_imports("generate", generate_args, cwd=ROOT)
     print(f"heavy imports on the generate path: {', '.join(heavy) if heavy else 'none'}")
     return 0 if median < TARGET_MS and not heavy else 1
 

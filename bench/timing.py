@@ -45,3 +45,23 @@ def time_command(command: list[str], runs: int, cwd=None, ok=(0, 1)) -> list[flo
 def summary(label: str, timings: list[float]) -> str:
     return (f"{label:<22} median {statistics.median(timings):7.1f} ms   "
             f"(min {min(timings):.1f}, max {max(timings):.1f}, {len(timings)} runs)")
+
+
+HEAVY = ("torch", "transformers", "deepspeed", "accelerate")
+
+
+def heavy_imports(subcommand: str, args: list[str], cwd=None) -> list[str]:
+    """Modules from HEAVY that `dsconfig SUBCOMMAND ARGS` imports (there should be none)."""
+    probe = ("import sys\n"
+             "from dsconfig.cli import main\n"
+             f"sys.argv = ['dsconfig', {subcommand!r}] + {args!r}\n"
+             "try:\n"
+             "    main()\n"
+             "except SystemExit:\n"
+             "    pass\n"
+             f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd).stdout
+    marked = [line for line in out.splitlines() if line.startswith("HEAVY:")]
+    if not marked:
+        sys.exit("the import probe did not run")
+    return [m for m in marked[-1][len("HEAVY:"):].split(",") if m]
