@@ -43,7 +43,7 @@ from deepspeed.utils.config import get_timers_config  # noqa: E402
 
 from dsconfig.deepspeed.loose import check_loose  # noqa: E402
 from dsconfig.deepspeed.models import check_sections  # noqa: E402
-from dsconfig.findings import PARSE, pointer_tokens  # noqa: E402
+from dsconfig.findings import PARSE, one_line, pointer_tokens  # noqa: E402
 from dsconfig.rules import RULES  # noqa: E402
 
 BATCH = {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 8}
@@ -106,7 +106,8 @@ def assert_agreement(cfg):
         assert not parse, f"DeepSpeed accepts {cfg!r} but check_loose reports {parse}"
         return None
     assert parse, f"DeepSpeed raises {type(error).__name__}: {error} on {cfg!r}; check_loose is silent"
-    assert any(str(error) in f.message for f in parse), f"DeepSpeed's text {str(error)!r} is in none of {parse}"
+    # DeepSpeed's own words, control characters escaped (a finding is always one line)
+    assert any(one_line(str(error)) in f.message for f in parse), f"DeepSpeed's text {str(error)!r} is in none of {parse}"
     # DeepSpeed stops at its first error, check_loose reports them all: each of the others must
     # make DeepSpeed raise on its own too (its top-level key alone, with the keys it is checked with).
     for finding in parse:
