@@ -7,12 +7,13 @@ index of key and value offsets for `locate`, the duplicate keys, and the plain s
 YAML 1.1 turned into booleans. PyYAML is imported here only, so JSON-only runs never load it.
 
 safe_load is PyYAML's pure-Python SafeLoader; libyaml's CSafeLoader is about ten times faster
-but reads some texts differently (`0<TAB>` loads, `!` is '' instead of None, `[a:b]` loads, any
-nesting depth composes where safe_load hits RecursionError, marks count bytes). So libyaml reads a
-text only when it stays inside a plain subset where the two agree (`_libyaml_agrees`: text
-without tabs or control characters, tags, backslashes or directives, shallow nesting, short lines;
-tests/test_yamldoc_fast.py checks the agreement), and only when it loads the text without error;
-everything else, and every error message, comes from the pure-Python loader.
+but reads some texts differently (`0<TAB>` loads, `!` is '' instead of None, `{a?}` and `|#` load
+where safe_load fails, any nesting depth composes where safe_load hits RecursionError). So libyaml
+reads a text only when it stays inside a plain subset where the two agree (`_libyaml_agrees`: no
+tabs or control characters, tags, backslashes, block scalars or directives, no flow collections
+but `[]`, `{}` and lists of plain words, shallow nesting, short lines; tests/test_yamldoc_fast.py
+checks the agreement), and only when libyaml loads it without error: every error message comes
+from the pure-Python loader.
 """
 
 from __future__ import annotations
@@ -152,9 +153,10 @@ class YamlDocument:
 
 
 # Control characters, tabs, NEL, the BOM and surrogates (PyYAML's reader and libyaml's treat them
-# differently), and the characters that start tags, escapes and directives.
+# differently), and the characters that start tags, escapes, block scalars (`|#` loads in libyaml
+# only) and directives.
 _OUTSIDE_PLAIN_SUBSET = re.compile(
-    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\]|^%", re.MULTILINE)
+    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\|>]|^%", re.MULTILINE)
 _INDENT = re.compile(r"^ *", re.MULTILINE)
 _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
 

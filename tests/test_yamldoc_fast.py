@@ -59,7 +59,7 @@ def test_corpus_yaml_reads_the_same():
 def test_the_subset_refuses_what_libyaml_reads_differently():
     for text in ("a: 0\t\n", "a: !!str 1\n", "a: !x 1\n", "%YAML 1.1\n---\na: 1\n", "a: \"\\x41\"\n",
                  "\ufeffa: 1\n", "a: \x85\n", "a: " + "[" * 200 + "]" * 200 + "\n", "- " * 200 + "a\n",
-                 "k" * 1100 + ": 1\n"):
+                 "k" * 1100 + ": 1\n", "{a?}\n", "a: |#\n", "a: >\n  b\n", "a: [b, {c: d}]\n"):
         assert not _libyaml_agrees(text), text
 
 
