@@ -24,8 +24,8 @@ class FileError(Exception):
 class TooLarge(FileError):
     def __init__(self, path: str, size: int | None, limit: int):
         self.path, self.size, self.limit = path, size, limit
-        have = f"is {format_size(size)}" if size is not None else f"holds more than {format_size(limit)}"
-        super().__init__(f"{path}: {have}, more than a config ever holds (the limit is {format_size(limit)})")
+        have = f"is {format_size(size)}" if size is not None else f"is larger than {format_size(limit)}"
+        super().__init__(f"{path}: {have}, more than any config holds; not read (the limit is {format_size(limit)})")
 
 
 def os_reason(path: str, error: OSError) -> str:

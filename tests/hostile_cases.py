@@ -198,6 +198,11 @@ def _stdin_binary(folder: str) -> Spec:
     return Spec(_lint("-", "--stdin-filename", "ds_config.json"), stdin="input.bin")
 
 
+def _stdin_too_large(folder: str) -> Spec:
+    _write(folder, "input.bin", b" " * (300 << 10))
+    return Spec(_lint("-", "--stdin-filename", "ds_config.json"), stdin="input.bin")
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -243,6 +248,7 @@ CASES = [
     Case("unreadable", _unreadable, 2, "ermission denied"),
     Case("closed-stdout", _closed_stdout, 1, ""),
     Case("stdin-binary", _stdin_binary, 1, "not UTF-8", "ds_config.json:2:118"),
+    Case("stdin-too-large", _stdin_too_large, 2, "ds_config.json: is larger than 256 KiB"),
 ]
 
 
