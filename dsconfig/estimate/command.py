@@ -17,8 +17,9 @@ import sys
 import click
 
 from ..commands.oneline import one_line_errors
-from . import catalog, gpus, shapes
+from . import catalog, gpus, inputs, shapes
 from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
+from .inputs import shape_options
 from .memory import OPTIMIZERS, Buckets
 
 PROG = "dsconfig estimate"
@@ -28,28 +29,11 @@ PROG = "dsconfig estimate"
 InputError, _OneLineErrors = one_line_errors(PROG)
 
 
-def _size(value: str | None, option: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return gpus.parse_size(value)
-    except ValueError as error:
-        raise InputError(f"{option}: {error}") from None
-
-
 @click.command("estimate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("ds_config", required=False, type=click.Path(dir_okay=False))
 @click.option("--model", "model_name", metavar="NAME|config.json",
               help="A catalog model (see --list-models) or a Hugging Face config.json.")
-@click.option("--params", metavar="COUNT", help="Parameter count for a model outside the catalog, e.g. 7B, 350M.")
-@click.option("--layers", type=click.IntRange(min=1), help="With --params: transformer layers.")
-@click.option("--hidden", type=click.IntRange(min=1), help="With --params: hidden size.")
-@click.option("--heads", type=click.IntRange(min=1), help="With --params: attention heads.")
-@click.option("--kv-heads", type=click.IntRange(min=1), help="With --params: key/value heads (GQA).")
-@click.option("--intermediate", type=click.IntRange(min=1), help="With --params: MLP width (SwiGLU).")
-@click.option("--vocab", type=click.IntRange(min=1), help="With --params: vocabulary size.")
-@click.option("--largest-layer", type=click.IntRange(min=1),
-              help="With --params: parameters of the largest module (DeepSpeed's largest_layer_params).")
+@shape_options
 @click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True, help="Tokens per sample.")
 @click.option("--micro-batch", type=click.IntRange(min=1), help="Samples per GPU per step. [default: 1]")
 @click.option("--precision", type=click.Choice(PRECISIONS), help="Training dtype. [default: bf16]")
@@ -156,55 +140,23 @@ def _gpu_catalog():
 
 
 def _hardware(gpu_name, gpu_mem, cpu_mem) -> Hardware:
-    gpu = None
-    if gpu_name is not None:
-        gpu = gpus.lookup(gpu_name)
-        if gpu is None:
-            raise InputError(f"--gpu: unknown GPU {gpu_name!r} (known: {', '.join(gpus.names())})")
-    memory = None
-    if gpu_mem is not None:
-        named = gpus.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else None
-        if named is not None:
-            gpu = gpu or named
-            memory = named.memory_bytes
-        else:
-            memory = _size(gpu_mem, "--gpu-mem")
-    if memory is None and gpu is not None:
-        memory = gpu.memory_bytes
-    return Hardware(gpu_memory=memory, cpu_memory=_size(cpu_mem, "--cpu-mem"),
+    try:
+        memory, gpu = inputs.gpu(gpu_name, gpu_mem)
+        cpu_memory = inputs.size(cpu_mem, "--cpu-mem")
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
+    return Hardware(gpu_memory=memory, cpu_memory=cpu_memory,
                     gpu_name=gpu.name if gpu else None, bf16=gpu.bf16 if gpu else None)
 
 
 def _model(model_name, params, flags) -> shapes.ModelShape:
-    shape_flags = {k: v for k, v in flags.items() if v is not None}
-    if model_name and params:
-        raise InputError("give either --model or --params, not both")
-    if model_name:
-        if shape_flags:
-            raise InputError(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params, not --model")
-        entry = catalog.lookup(model_name)
-        if entry is not None:
-            return shapes.from_hf_config(entry.config, entry.name)
-        if os.path.exists(model_name) or model_name.endswith(".json"):
-            return _from_config_file(model_name)
-        raise InputError(f"--model: {model_name!r} is neither a catalog model (see --list-models) nor a config.json")
-    if params:
-        try:
-            total = shapes.parse_count(params)
-            return shapes.from_params(total, layers=shape_flags.get("layers"), hidden=shape_flags.get("hidden"),
-                                      heads=shape_flags.get("heads"), kv_heads=shape_flags.get("kv_heads"),
-                                      intermediate=shape_flags.get("intermediate"), vocab=shape_flags.get("vocab"),
-                                      largest_layer=shape_flags.get("largest_layer"), name=f"{params} parameters")
-        except shapes.ShapeError as error:
-            raise InputError(f"--params: {error}") from None
-    raise InputError("say which model: --model NAME, --model config.json, --params 7B or --model-factory")
-
-
-def _from_config_file(path: str) -> shapes.ModelShape:
     try:
-        return shapes.from_config_file(path)
-    except shapes.ShapeError as error:
-        raise InputError(f"--model: {error}") from None
+        shape = inputs.model(model_name, params, flags, params_name="{params} parameters")
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
+    if shape is None:
+        raise InputError("say which model: --model NAME, --model config.json, --params 7B or --model-factory")
+    return shape
 
 
 def _input_shape(text: str | None) -> tuple[int, ...]:

@@ -19,7 +19,8 @@ import sys
 import click
 
 from ..commands.oneline import one_line_errors
-from ..estimate import catalog, gpus as gpu_catalog, shapes
+from ..estimate import catalog, inputs, shapes
+from ..estimate.inputs import shape_options
 from ..estimate.memory import OPTIMIZERS
 from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES, TARGETS
 
@@ -40,15 +41,7 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--model", "model_name", metavar="NAME|config.json",
               help=f"A catalog model (dsconfig estimate --list-models) or a Hugging Face config.json. "
                    f"[default: {DEFAULT_MODEL}]")
-@click.option("--params", metavar="COUNT", help="Parameter count for a model outside the catalog, e.g. 7B, 350M.")
-@click.option("--layers", type=click.IntRange(min=1), help="With --params: transformer layers.")
-@click.option("--hidden", type=click.IntRange(min=1), help="With --params: hidden size.")
-@click.option("--heads", type=click.IntRange(min=1), help="With --params: attention heads.")
-@click.option("--kv-heads", type=click.IntRange(min=1), help="With --params: key/value heads (GQA).")
-@click.option("--intermediate", type=click.IntRange(min=1), help="With --params: MLP width (SwiGLU).")
-@click.option("--vocab", type=click.IntRange(min=1), help="With --params: vocabulary size.")
-@click.option("--largest-layer", type=click.IntRange(min=1),
-              help="With --params: parameters of the largest module (DeepSpeed's largest_layer_params).")
+@shape_options
 @click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True, help="Tokens per sample.")
 @click.option("--global-batch", type=click.IntRange(min=1),
               help="Samples per optimizer step over all GPUs. [default: the largest micro batch that fits (at most "
@@ -95,7 +88,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
                                                        "vocab": vocab, "largest_layer": largest_layer})
     request = planner.Request(
         model=model, gpu_memory=memory, gpus=gpus, nodes=nodes, gpu_name=name, bf16_supported=bf16,
-        cpu_memory=_size(cpu_mem, "--cpu-mem"), seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
+        cpu_memory=_cpu_memory(cpu_mem), seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
         precision=precision, optimizer=optimizer, attention=attention, target=target, batchnorm=batchnorm,
         checkpointing=gradient_checkpointing, headroom=headroom / 100, nvme_path=nvme_path, template=template,
         default_model=default_model)
@@ -130,33 +123,12 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
 # -- inputs -------------------------------------------------------------------------------------------
 
-def _size(value: str | None, option: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return gpu_catalog.parse_size(value)
-    except ValueError as error:
-        raise InputError(f"{option}: {error}") from None
-
-
 def _hardware(gpu_name: str | None, gpu_mem: str | None) -> tuple[int, str | None, bool | None]:
     """(bytes per GPU, GPU name, bf16 support) from --gpu and --gpu-mem (which may name a GPU)."""
-    gpu = None
-    if gpu_name is not None:
-        gpu = gpu_catalog.lookup(gpu_name)
-        if gpu is None:
-            raise InputError(f"--gpu: unknown GPU {gpu_name!r} (known: {', '.join(gpu_catalog.names())}); "
-                             "give its memory with --gpu-mem instead")
-    memory = None
-    if gpu_mem is not None:
-        named = gpu_catalog.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else None
-        if named is not None:
-            gpu = gpu or named
-            memory = named.memory_bytes
-        else:
-            memory = _size(gpu_mem, "--gpu-mem")
-    if memory is None and gpu is not None:
-        memory = gpu.memory_bytes
+    try:
+        memory, gpu = inputs.gpu(gpu_name, gpu_mem)
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
     if memory is None:
         raise InputError("say how much memory each GPU has: --gpu-mem 80GB, or --gpu H100-80GB")
     return memory, gpu.name if gpu else None, gpu.bf16 if gpu else None
@@ -164,36 +136,21 @@ def _hardware(gpu_name: str | None, gpu_mem: str | None) -> tuple[int, str | Non
 
 def _model(model_name, params, flags) -> tuple[shapes.ModelShape, bool]:
     """(shape, is the default model)."""
-    shape_flags = {k: v for k, v in flags.items() if v is not None}
-    if model_name and params:
-        raise InputError("give either --model or --params, not both")
-    if model_name:
-        if shape_flags:
-            raise InputError(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params, not --model")
-        entry = catalog.lookup(model_name)
-        if entry is not None:
-            return shapes.from_hf_config(entry.config, entry.name), False
-        if os.path.exists(model_name) or model_name.endswith(".json"):
-            return _from_config_file(model_name), False
-        raise InputError(f"--model: {model_name!r} is neither a catalog model (dsconfig estimate --list-models) nor a "
-                         "config.json")
-    if params:
-        try:
-            total = shapes.parse_count(params)
-            return shapes.from_params(total, name=f"{params}-parameter model", **shape_flags), False
-        except shapes.ShapeError as error:
-            raise InputError(f"--params: {error}") from None
-    if shape_flags:
-        raise InputError(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params")
+    try:
+        shape = inputs.model(model_name, params, flags, params_name="{params}-parameter model")
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
+    if shape is not None:
+        return shape, False
     entry = catalog.CATALOG[DEFAULT_MODEL]
     return shapes.from_hf_config(entry.config, entry.name), True
 
 
-def _from_config_file(path: str) -> shapes.ModelShape:
+def _cpu_memory(cpu_mem: str | None) -> int | None:
     try:
-        return shapes.from_config_file(path)
-    except shapes.ShapeError as error:
-        raise InputError(f"--model: {error}") from None
+        return inputs.size(cpu_mem, "--cpu-mem")
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
 
 
 def _paths(output_dir: str, script: str):

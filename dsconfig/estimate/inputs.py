@@ -1,0 +1,98 @@
+"""The model and the GPU as `dsconfig estimate` and `dsconfig generate` take them on the command line.
+
+Both commands accept the same model options (--model NAME or config.json, --params with shape
+flags) and the same GPU options (--gpu NAME, --gpu-mem SIZE or NAME, --cpu-mem SIZE). Problems
+are raised as InputProblem, which each command prints as its own one-line error.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from . import catalog, gpus, shapes
+
+
+class InputProblem(ValueError):
+    """A bad model or hardware option; the message names the option."""
+
+
+# --params and the shape flags that refine it, in the order `--help` shows them.
+SHAPE_FLAGS = (
+    ("--layers", "transformer layers."),
+    ("--hidden", "hidden size."),
+    ("--heads", "attention heads."),
+    ("--kv-heads", "key/value heads (GQA)."),
+    ("--intermediate", "MLP width (SwiGLU)."),
+    ("--vocab", "vocabulary size."),
+    ("--largest-layer", "parameters of the largest module (DeepSpeed's largest_layer_params)."),
+)
+
+
+def shape_options(command):
+    """--params and the shape flags, for a click command."""
+    for flag, what in reversed(SHAPE_FLAGS):
+        command = click.option(flag, type=click.IntRange(min=1), help=f"With --params: {what}")(command)
+    return click.option("--params", metavar="COUNT",
+                        help="Parameter count for a model outside the catalog, e.g. 7B, 350M.")(command)
+
+
+def size(value: str | None, option: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return gpus.parse_size(value)
+    except ValueError as error:
+        raise InputProblem(f"{option}: {error}") from None
+
+
+def gpu(gpu_name: str | None, gpu_mem: str | None):
+    """(bytes per GPU or None, the catalog GPU or None) from --gpu and --gpu-mem (which may name a GPU)."""
+    known = None
+    if gpu_name is not None:
+        known = gpus.lookup(gpu_name)
+        if known is None:
+            raise InputProblem(f"--gpu: unknown GPU {gpu_name!r} (known: {', '.join(gpus.names())}); "
+                               "give its memory with --gpu-mem instead")
+    memory = None
+    if gpu_mem is not None:
+        named = gpus.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else None
+        if named is not None:
+            known = known or named
+            memory = named.memory_bytes
+        else:
+            memory = size(gpu_mem, "--gpu-mem")
+    if memory is None and known is not None:
+        memory = known.memory_bytes
+    return memory, known
+
+
+def model(model_name: str | None, params: str | None, flags: dict, params_name: str) -> shapes.ModelShape | None:
+    """The shape from --model or --params (named `params_name`, with "{params}" filled in); None when
+    neither is given."""
+    shape_flags = {k: v for k, v in flags.items() if v is not None}
+    if model_name and params:
+        raise InputProblem("give either --model or --params, not both")
+    if model_name:
+        if shape_flags:
+            raise InputProblem(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params, not --model")
+        entry = catalog.lookup(model_name)
+        if entry is not None:
+            return shapes.from_hf_config(entry.config, entry.name)
+        if os.path.exists(model_name) or model_name.endswith(".json"):
+            try:
+                return shapes.from_config_file(model_name)
+            except shapes.ShapeError as error:
+                raise InputProblem(f"--model: {error}") from None
+        raise InputProblem(f"--model: {model_name!r} is neither a catalog model (dsconfig estimate --list-models) "
+                           "nor a config.json")
+    if params:
+        try:
+            return shapes.from_params(shapes.parse_count(params), name=params_name.format(params=params),
+                                      **shape_flags)
+        except shapes.ShapeError as error:
+            raise InputProblem(f"--params: {error}") from None
+    if shape_flags:
+        raise InputProblem(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params")
+    return None
