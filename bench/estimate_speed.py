@@ -10,11 +10,10 @@ checks that the run imported none of torch, transformers, deepspeed or accelerat
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
-from timing import dsconfig, heavy_imports, summary, time_command
+from timing import report_cold
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ["--model", "llama-3-8b", "--seq-len", "4096", "--micro-batch", "2", "--zero-stage", "3",
@@ -28,15 +27,7 @@ def main() -> int:
     parser.add_argument("extra", nargs="*", help="estimate arguments (default: a Llama-3-8B ZeRO-3 question)")
     args = parser.parse_args()
     estimate_args = args.extra or DEFAULT_ARGS
-    cmd = dsconfig("estimate", *estimate_args)
-    timings = time_command(cmd, args.runs, cwd=ROOT)
-    median = statistics.median(timings)
-    print(f"command: {' '.join(cmd)}")
-    print(summary("dsconfig estimate", timings) + f"; target < {TARGET_MS:.0f} ms")
-    heavy = heavy_imports("estimate", estimate_args, cwd=ROOT)
-    print(f"heavy imports on the estimate path: {', '.join(heavy) if heavy else 'none'}")
-    return 0 if median < TARGET_MS and not heavy else 1
-
+    return report_cold("estimate", estimate_args, args.runs, TARGET_MS, cwd=ROOT)
 
 if __name__ == "__main__":
     sys.exit(main())

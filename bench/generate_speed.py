@@ -12,11 +12,10 @@ transformers, deepspeed or accelerate.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
-from timing import dsconfig, heavy_imports, summary, time_command
+from timing import report_cold
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ["--gpus", "2", "--gpu-mem", "96GB", "--global-batch", "64", "--stdout"]
@@ -31,15 +30,7 @@ def main() -> int:
     generate_args = args.extra or DEFAULT_ARGS
     if "--stdout" not in generate_args:
         generate_args = [*generate_args, "--stdout"]
-    cmd = dsconfig("generate", *generate_args)
-    timings = time_command(cmd, args.runs, cwd=ROOT, ok=(0,))
-    median = statistics.median(timings)
-    print(f"command: {' '.join(cmd)}")
-    print(summary("dsconfig generate", timings) + f"; target < {TARGET_MS:.0f} ms")
-    heavy = heavy_imports("generate", generate_args, cwd=ROOT)
-    print(f"heavy imports on the generate path: {', '.join(heavy) if heavy else 'none'}")
-    return 0 if median < TARGET_MS and not heavy else 1
-
+    return report_cold("generate", generate_args, args.runs, TARGET_MS, cwd=ROOT, ok=(0,))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -65,3 +65,15 @@ def heavy_imports(subcommand: str, args: list[str], cwd=None) -> list[str]:
     if not marked:
         sys.exit("the import probe did not run")
     return [m for m in marked[-1][len("HEAVY:"):].split(",") if m]
+
+
+def report_cold(subcommand: str, args: list[str], runs: int, target_ms: float, cwd=None, ok=(0, 1)) -> int:
+    """Time cold `dsconfig SUBCOMMAND ARGS`, print the median against the target and the heavy imports;
+    0 when within the target and light."""
+    command = dsconfig(subcommand, *args)
+    timings = time_command(command, runs, cwd=cwd, ok=ok)
+    print(f"command: {' '.join(command)}")
+    print(summary(f"dsconfig {subcommand}", timings) + f"; target < {target_ms:.0f} ms")
+    heavy = heavy_imports(subcommand, args, cwd=cwd)
+    print(f"heavy imports on the {subcommand} path: {', '.join(heavy) if heavy else 'none'}")
+    return 0 if statistics.median(timings) < target_ms and not heavy else 1
