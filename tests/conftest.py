@@ -1,3 +1,5 @@
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,3 +29,22 @@ def corpus():
     if not (CORPUS / "MANIFEST.tsv").exists():
         pytest.skip("../shared/corpus is not available")
     return corpus_files()
+
+
+def modules_after(argv: list[str], cwd) -> set[str]:
+    """Every module `dsconfig ARGV` has imported when it finishes, run in a fresh interpreter."""
+    probe = (
+        "import sys\n"
+        "from dsconfig.cli import main\n"
+        f"sys.argv = ['dsconfig'] + {argv!r}\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES:' + ' '.join(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, env=env)
+    marked = [line for line in result.stdout.splitlines() if line.startswith("MODULES:")]
+    assert result.returncode == 0 and marked, result.stderr
+    return set(marked[-1][len("MODULES:"):].split())

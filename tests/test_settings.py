@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,8 @@ from dsconfig.cli import cli
 from dsconfig.pathmatch import PatternSet
 from dsconfig.rules import RULES
 from dsconfig.suppress import UnknownSelector, enabled_codes, expand
+from tests.conftest import modules_after
 
-ROOT = Path(__file__).resolve().parents[1]
 # 8.0 is DS201 (error, safe fix); bfloat16 is DS401 (warning); no world size gives DS204 (info).
 CONFIG = '{\n  "train_batch_size": 8.0,\n  "bfloat16": {"enabled": true},\n  "gradient_clipping": 1.0\n}\n'
 
@@ -95,24 +93,10 @@ def test_no_tomllib_import_without_a_config_file(tmp_path):
     (tmp_path / ".git").mkdir()
     config = tmp_path / "ds_config.json"
     config.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 3}}')
-    probe = (
-        "import sys\n"
-        "from dsconfig.cli import main\n"
-        f"sys.argv = ['dsconfig', 'lint', {str(config)!r}]\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "loaded = [m for m in ('tomllib', 'dsconfig.pathmatch', 'dsconfig.fix', 'glob', 'yaml') if m in sys.modules]\n"
-        "print('LOADED:' + ' '.join(loaded))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env)
-    assert result.returncode == 0, result.stderr
-    assert [line for line in result.stdout.splitlines() if line.startswith("LOADED:")] == ["LOADED:"]
+    watched = {"tomllib", "dsconfig.pathmatch", "dsconfig.fix", "glob", "yaml"}
+    assert not modules_after(["lint", str(config)], tmp_path) & watched
     (tmp_path / ".dsconfig.toml").write_text('ignore = ["DS204"]\n')
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env)
-    assert "tomllib" in result.stdout
+    assert "tomllib" in modules_after(["lint", str(config)], tmp_path)
 
 
 # -- keys, validation, precedence ------------------------------------------------------------------------
