@@ -26,6 +26,8 @@ import textwrap
 import types
 import typing
 
+from generated import write_or_check  # scripts/ is on sys.path when a script runs
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "schemas" / "deepspeed.schema.json"
 LENIENT = ROOT / "schemas" / "src" / "lenient.json"
@@ -506,17 +508,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the committed schema is out of date")
     args = parser.parse_args(argv)
     text = render(build())
-    if args.check:
-        current = OUTPUT.read_text() if OUTPUT.exists() else ""
-        if current != text:
-            print(f"{OUTPUT.relative_to(ROOT)} is out of date; run scripts/build_schema.py", file=sys.stderr)
-            return 1
-        print(f"{OUTPUT.relative_to(ROOT)} is up to date")
-        return 0
-    OUTPUT.write_text(text)
-    print(f"wrote {OUTPUT.relative_to(ROOT)}")
-    return 0
-
+    return write_or_check(OUTPUT, text, "scripts/build_schema.py", args.check)
 
 if __name__ == "__main__":
     sys.exit(main())

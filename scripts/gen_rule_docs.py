@@ -13,6 +13,8 @@ import argparse
 import pathlib
 import sys
 
+from generated import write_or_check  # scripts/ is on sys.path when a script runs
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "rules.md"
 if str(ROOT) not in sys.path:
@@ -30,17 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if docs/rules.md is out of date")
     args = parser.parse_args(argv)
     text = render()
-    if args.check:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
-            print(f"{OUTPUT.relative_to(ROOT)} is out of date; run python scripts/gen_rule_docs.py", file=sys.stderr)
-            return 1
-        print(f"{OUTPUT.relative_to(ROOT)} is up to date")
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT.relative_to(ROOT)}")
-    return 0
-
+    return write_or_check(OUTPUT, text, "scripts/gen_rule_docs.py", args.check)
 
 if __name__ == "__main__":
     sys.exit(main())
