@@ -1,6 +1,10 @@
+import contextlib
+import io
+import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -48,3 +52,23 @@ def modules_after(argv: list[str], cwd) -> set[str]:
     marked = [line for line in result.stdout.splitlines() if line.startswith("MODULES:")]
     assert result.returncode == 0 and marked, result.stderr
     return set(marked[-1][len("MODULES:"):].split())
+
+
+@contextlib.contextmanager
+def quiet_and_restored(env: dict | None = None):
+    """Run the real libraries quietly (they log, warn and print a lot) and leave the environment as it
+    was: `env`, when given, replaces it meanwhile; torchrun's OMP_NUM_THREADS never leaks in."""
+    saved = dict(os.environ)
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    os.environ.pop("OMP_NUM_THREADS", None)
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
+        os.environ.clear()
+        os.environ.update(saved)

@@ -13,11 +13,7 @@ out of the comparison and counted separately.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import os
-import warnings
 from typing import NamedTuple
 
 import pytest
@@ -25,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dsconfig import engine
 from dsconfig.findings import LAUNCH, LOAD
-from tests.conftest import corpus_files
+from tests.conftest import corpus_files, quiet_and_restored
 
 pytest.importorskip("accelerate")
 pytest.importorskip("yaml")
@@ -44,27 +40,11 @@ def _text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-@contextlib.contextmanager
-def _quiet_and_restored():
-    """Accelerate logs and warns a lot; torchrun sets OMP_NUM_THREADS: leave no trace."""
-    saved = dict(os.environ)
-    os.environ.pop("OMP_NUM_THREADS", None)
-    logging.disable(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(logging.NOTSET)
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def accelerate_verdict(path: str) -> Verdict:
     """What Accelerate 1.15 does with the config file at `path`, up to the point processes start."""
     from accelerate.commands.config.config_args import load_config_from_file
 
-    with _quiet_and_restored():
+    with quiet_and_restored():
         try:
             load_config_from_file(path)
         except Exception as error:

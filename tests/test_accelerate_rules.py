@@ -358,8 +358,8 @@ def plugin_environment(yaml_path: Path) -> dict:
     from accelerate.commands.launch import _validate_launch_command, launch_command_parser
     from accelerate.utils import launch as env_builders
 
-    from tests.test_accelerate_differential import _quiet_and_restored
-    with _quiet_and_restored():
+    from tests.conftest import quiet_and_restored
+    with quiet_and_restored():
         args = launch_command_parser().parse_args(["--config_file", str(yaml_path), "train.py"])
         args, defaults, mp_from_config = _validate_launch_command(args)
         fields = list(defaults.deepspeed_config) + (["mixed_precision"] if mp_from_config else [])

@@ -30,12 +30,9 @@ import contextlib
 import copy
 import dataclasses
 import functools
-import io
 import json
-import logging
 import os
 import tempfile
-import warnings
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,6 +44,7 @@ from dsconfig.estimate import Hardware, TrainingSetup, catalog, estimate, shapes
 from dsconfig.estimate import gpus as gpu_catalog
 from dsconfig.estimate.deepspeed_config import from_dict
 from dsconfig.generate import planner, render
+from tests.conftest import quiet_and_restored
 
 GPUS = (1, 2, 4, 8, 16)
 NODES = (1, 2)
@@ -169,23 +167,6 @@ def test_plan_does_not_depend_on_target():
 
 
 # -- the real libraries ---------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def quiet_and_restored(env: dict | None = None):
-    saved = dict(os.environ)
-    if env is not None:
-        os.environ.clear()
-        os.environ.update(env)
-    logging.disable(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(logging.NOTSET)
-        os.environ.clear()
-        os.environ.update(saved)
-
 
 def unique_files():
     """{(target, ds_config text, yaml text or None, gpus, nodes): plan} — one plan per distinct file set."""
