@@ -169,15 +169,10 @@ def _transient(model: ModelShape, batch: int, setup: TrainingSetup) -> int:
     return 8 * tokens * model.vocab
 
 
-def _largest_batch(fits) -> int:
-    """The largest micro batch b >= 1 with fits(b) (memory grows with b), 0 if not even 1 fits."""
-    if not fits(1):
-        return 0
-    low, high = 1, 2
-    while high <= MAX_MICRO_BATCH and fits(high):
-        low, high = high, high * 2
-    if high > MAX_MICRO_BATCH:
-        return MAX_MICRO_BATCH
+def largest_fitting(fits, low: int, high: int) -> int:
+    """The largest m in [low, high] with fits(m), given fits(low) and fits monotone (true then false)."""
+    if high <= low or fits(high):
+        return max(low, high)
     while high - low > 1:
         middle = (low + high) // 2
         if fits(middle):
@@ -185,6 +180,16 @@ def _largest_batch(fits) -> int:
         else:
             high = middle
     return low
+
+
+def _largest_batch(fits) -> int:
+    """The largest micro batch b >= 1 with fits(b) (memory grows with b), 0 if not even 1 fits."""
+    if not fits(1):
+        return 0
+    low = 1
+    while low * 2 <= MAX_MICRO_BATCH and fits(low * 2):
+        low *= 2
+    return largest_fitting(fits, low, min(2 * low - 1, MAX_MICRO_BATCH))
 
 
 def with_micro_batch(setup: TrainingSetup, micro_batch: int) -> TrainingSetup:

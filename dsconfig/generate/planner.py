@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate
+from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate, largest_fitting
 from ..estimate.memory import Buckets
 from ..estimate.shapes import ModelShape
 from ..values import divisors
@@ -238,19 +238,6 @@ def ladder(request: Request) -> tuple[Shape, ...]:
             raise PlanError("--template zero3_nvme needs --nvme-path (a local NVMe folder on every node)")
         return (SHAPES[request.template],)
     return tuple(s for s in LADDER if s.offload_optimizer != "nvme" or request.nvme_path)
-
-
-def largest_fitting(fits, low: int, high: int) -> int:
-    """The largest m in [low, high] with fits(m), given fits(low) and fits monotone (true then false)."""
-    if high <= low or fits(high):
-        return max(low, high)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def neighbours(target: int, world: int, micros: range) -> tuple[int | None, int | None]:
