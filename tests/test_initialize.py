@@ -467,6 +467,12 @@ WORKER = textwrap.dedent(r"""
     import torch, deepspeed
     logging.disable(logging.CRITICAL)
     deepspeed.init_distributed(dist_backend="gloo")
+    # dsconfig lints for GPU machines, where fp16 is always supported. The CPU accelerator asks oneDNN,
+    # which has no fp16 on CPUs without AVX512-FP16 or AMX (AMD EPYC among them): there the engine
+    # refuses every fp16 config ("Type fp16 is not supported on your device.") before it reads it.
+    # Claiming support lets the real fp16 path (loss scaler, FP16 optimizers) run on every machine.
+    from deepspeed.accelerator import get_accelerator
+    type(get_accelerator()).is_fp16_supported = lambda self: True
     from deepspeed.runtime.config import DeepSpeedConfig
     from deepspeed.pipe import PipelineModule
 
