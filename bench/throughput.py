@@ -54,7 +54,7 @@ def dsconfig_pass(files: list[str]):
     def run():
         count = 0
         for path in files:
-            count += len(engine.lint_files([path], options))
+            count += len(engine.lint_files([path], options).findings)
         return count
     return run
 

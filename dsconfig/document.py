@@ -1,16 +1,98 @@
-"""A config file read once: its text, its two JSON readings, and where every value sits.
+"""A config file read once: its text, how its loaders read it, and where every value sits.
+
+Every input is a Document: JsonDocument here, YamlDocument in dsconfig.yamldoc. The checks, the
+engine and `--fix` use only what the base class promises:
+
+  path, text, kind, format     the file, its newline-normalised text, what detect.classify made
+                               of it ("deepspeed", "accelerate", "other") and "json" or "yaml"
+  reading(loader)              (loaded, value) as a loader reads the file
+  as_written                   the value the positions index, with the types as written
+  load_error                   (message, offset) when the file's usual loader fails, else None
+  duplicates, yaml11_booleans  keys written twice; plain YAML 1.1 words read as booleans
+  position(offset)             line and column of a text offset
+  locate(pointer, on_key)      line and column of a value (or its key), else its nearest ancestor
+  extent(pointer, on_key)      (start, end) offsets of a value or key, when it is one token
 
 DeepSpeed reads a config path with hjson (comments, trailing commas and quoteless strings
 accepted; `7.0` becomes int 7; duplicate keys rejected). The HF Trainer, Accelerate and
 Lightning read the same file with `json.load` (strict, last duplicate wins, `7.0` stays a
-float). A Document keeps both readings so each target is linted on what it really sees.
+float). A JsonDocument keeps both readings so each target is linted on what it really sees.
 """
 
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from . import jsonscan
+
+
+class LoadError(NamedTuple):
+    message: str
+    offset: int
+
+
+class Document:
+    """What every input file offers (see the module docstring); subclasses read the text."""
+
+    format = ""
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self.kind = "unknown"
+        self._line_starts: list[int] | None = None
+
+    # -- provided by each format -----------------------------------------------------------------
+
+    @property
+    def spans(self) -> dict:
+        """JSON pointer -> a span with `key_start` (None for the root and list items) and `start`."""
+        raise NotImplementedError
+
+    def reading(self, loader: str) -> tuple[bool, object]:
+        raise NotImplementedError
+
+    @property
+    def as_written(self):
+        raise NotImplementedError
+
+    @property
+    def load_error(self) -> LoadError | None:
+        raise NotImplementedError
+
+    @property
+    def duplicates(self) -> list:
+        raise NotImplementedError
+
+    @property
+    def yaml11_booleans(self) -> dict[str, str]:
+        return {}
+
+    def extent(self, pointer: str, on_key: bool = False) -> tuple[int, int] | None:
+        raise NotImplementedError
+
+    # -- shared ------------------------------------------------------------------------------------
+
+    def position(self, offset: int) -> tuple[int, int]:
+        if self._line_starts is None:
+            self._line_starts = jsonscan.line_starts(self.text)
+        return jsonscan.position(self._line_starts, offset)
+
+    def locate(self, pointer: str, on_key: bool = False) -> tuple[int, int]:
+        """Line and column of the value (or key) at `pointer`; a missing value is reported at the key of
+        its nearest ancestor (or where that ancestor starts, when it has no key)."""
+        spans = self.spans
+        probe = pointer
+        while True:
+            span = spans.get(probe)
+            if span is not None:
+                if span.key_start is not None and (on_key or probe != pointer):
+                    return self.position(span.key_start)
+                return self.position(span.start)
+            if not probe:
+                return (1, 1)
+            probe = probe.rsplit("/", 1)[0]
 
 
 def _long_integer_offset(text: str) -> int:
@@ -19,14 +101,13 @@ def _long_integer_offset(text: str) -> int:
     return match.start() if match else 0
 
 
-class Document:
-    """One input file. `kind` is set by `detect.classify`."""
+class JsonDocument(Document):
+    """A JSON (or hjson) file, with hjson's reading (jsonscan, with positions) and json.load's."""
+
+    format = "json"
 
     def __init__(self, path: str, text: str):
-        self.path = path
-        self.text = text
-        self.kind = "unknown"
-        self._line_starts: list[int] | None = None
+        super().__init__(path, text)
         try:
             self.scan = jsonscan.scan(text)
             self.scan_error = None
@@ -53,30 +134,36 @@ class Document:
     def hjson_value(self):
         return self.scan.value if self.scan is not None else None
 
+    @property
+    def spans(self) -> dict:
+        return self.scan.spans if self.scan is not None else {}
+
     def reading(self, loader: str) -> tuple[bool, object]:
         """(loaded, value) as `loader` ("hjson": DeepSpeed's own, or "json") reads the file."""
         if loader == "hjson":
             return self.scan is not None, self.hjson_value
         return self.json_error is None, self.json_value
 
-    def position(self, offset: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            self._line_starts = jsonscan.line_starts(self.text)
-        return jsonscan.position(self._line_starts, offset)
+    @property
+    def as_written(self):
+        """json.load's reading where it reads the file (32.0 stays a float, as written), else hjson's."""
+        return self.json_value if self.json_error is None else self.hjson_value
 
-    def locate(self, pointer: str, on_key: bool = False) -> tuple[int, int]:
-        """Line and column of the value (or key) at `pointer`; the nearest known ancestor otherwise."""
-        spans = self.scan.spans if self.scan is not None else {}
-        probe = pointer
-        while True:
-            span = spans.get(probe)
-            if span is not None:
-                if probe == pointer and on_key and span.key_start is not None:
-                    return self.position(span.key_start)
-                # A missing key is reported where its parent object starts (or its key, if it has one).
-                if probe != pointer and span.key_start is not None:
-                    return self.position(span.key_start)
-                return self.position(span.start)
-            if not probe:
-                return (1, 1)
-            probe = probe.rsplit("/", 1)[0]
+    @property
+    def load_error(self) -> LoadError | None:
+        """json.load's error: the loader of everyone but plain DeepSpeed."""
+        if self.json_error is None:
+            return None
+        return LoadError(self.json_error.msg, self.json_error.pos)
+
+    @property
+    def duplicates(self) -> list:
+        return self.scan.duplicates if self.scan is not None else []
+
+    def extent(self, pointer: str, on_key: bool = False) -> tuple[int, int] | None:
+        span = self.spans.get(pointer)
+        if span is None:
+            return None
+        if on_key and span.key_start is not None:
+            return span.key_start, span.key_end
+        return span.start, span.end

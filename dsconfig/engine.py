@@ -1,21 +1,30 @@
-"""Lint files: read, classify, run the checks for the file's kind, locate every finding."""
+"""Lint files: collect, read, classify, pair, run the checks for each file's kind, locate every finding.
+
+The data flows one way. The engine reads every file once, asks dsconfig.pairs which Accelerate
+YAMLs name a ds_config.json (that JSON is then linted as the launch uses it), runs the checks of
+each file's kind (dsconfig.deepspeed, dsconfig.accelerate, dsconfig.other), turns pointers into
+lines and columns, and returns the findings in file order with the documents they are about.
+"""
 
 from __future__ import annotations
 
 import os
 from typing import Iterable, NamedTuple
 
-from .document import Document
+from . import pairs
+from .document import Document, JsonDocument
 from .findings import Finding
+from .phases import LOAD
+from .rules.files import FILE_TOO_LARGE, NOT_A_CONFIG, PARSE_ERROR
+from .targets import Target
 
-TARGETS = ("deepspeed", "hf-trainer", "accelerate", "lightning")
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "site-packages"}
 
 
 class Options(NamedTuple):
-    target: str | None = None  # None: hf-trainer when the file holds "auto", else deepspeed
+    target: Target | None = None  # None: hf-trainer when the file holds "auto", else deepspeed
     world_sizes: tuple[int, ...] | None = None
     kind: str | None = None  # None: detect; "deepspeed" forces DeepSpeed rules on a JSON file
     gpus: int | None = None  # --gpus (per machine) and --nodes, when given: Accelerate's num_processes is the total
@@ -24,13 +33,24 @@ class Options(NamedTuple):
     dataset_size: int | None = None  # --dataset-size: adds the steps-per-epoch table
     # Text to lint instead of a file's bytes on disk, by real path: stdin, and `--fix` between passes.
     sources: dict | None = None
-    # When given, every document linted is recorded here by its path (spans for `--fix`, frames for `full`).
-    documents: dict | None = None
     max_bytes: int | None = None  # larger files are not read (DS007); None: files.MAX_BYTES
+
+
+class LintResult(NamedTuple):
+    findings: list[Finding]  # placed, in the order of the files given, each file's sorted
+    documents: dict[str, Document]  # every document linted, by its path as given (spans for --fix, frames)
 
 
 class UsageError(Exception):
     """A problem with what the user asked for (missing path, unreadable file): exit code 2."""
+
+
+class InternalError(Exception):
+    """A check crashed on a file: dsconfig's bug, not the file's (exit code 2)."""
+
+    def __init__(self, path: str, error: BaseException):
+        super().__init__(f"{path}: {type(error).__name__}: {error}")
+        self.path = path
 
 
 def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), gitignore: bool = True) -> list[str]:
@@ -69,6 +89,7 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
 def _missing(path: str) -> str:
     """Why a path that os.path.exists denies is not there: a symlink loop or a dangling link say so."""
     import errno
+
     from .files import os_reason
     try:
         os.stat(path)
@@ -184,6 +205,80 @@ def _gitignored(path: str) -> bool:
     return False
 
 
+def lint_files(files: list[str], options: Options) -> LintResult:
+    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch."""
+    findings: list[Finding] = []
+    documents: dict[str, Document] = {}
+    docs: dict[str, Document] = {}
+    spelled: dict[str, str] = {}  # real path -> the path as the user gave it
+    for path in files:
+        real = os.path.realpath(path)
+        if real in spelled:
+            continue
+        spelled[real] = path
+        doc, unreadable = read_document(path, options)
+        findings.extend(unreadable)
+        if doc is not None:
+            docs[real] = doc
+
+    sides = pairs.find_sides(docs.values())
+    paired: dict[str, list[pairs.Side]] = {}
+    for side in sides:
+        if side.json_path is not None:
+            paired.setdefault(os.path.realpath(side.json_path), []).append(side)
+
+    for real, doc in docs.items():
+        if real not in paired:  # a paired JSON is linted below, in its pair's context
+            findings.extend(lint_document(doc, options))
+            documents[doc.path] = doc
+    for side in sides:
+        if side.json_path is None:
+            findings.extend(place(side.doc, [pairs.missing_file(side)]))
+    for real, users in paired.items():
+        path = spelled.get(real) or os.path.normpath(users[0].json_path)
+        findings.extend(_lint_pair(path, users, options, documents))
+    return LintResult(_in_file_order(findings, files), documents)
+
+
+def _lint_pair(json_path: str, users: list, options: Options, documents: dict) -> list[Finding]:
+    """The ds_config.json that Accelerate YAMLs name: at the world sizes they launch, for the program
+    that reads it, then what the files disagree on (reported in both)."""
+    sizes = pairs.launched_world_sizes(users)
+    pair_options = options._replace(world_sizes=options.world_sizes or (sizes or None), kind="deepspeed")
+    doc, unreadable = read_document(json_path, pair_options)
+    if doc is None:
+        return unreadable
+    pair_options = pair_options._replace(target=options.target or pairs.launched_target(doc))
+    findings = lint_document(doc, pair_options)
+    documents[doc.path] = doc
+    loaded, ds_config = doc.reading("json")  # DeepSpeedPlugin reads the file with json.load
+    if loaded and isinstance(ds_config, dict):
+        for side in users:
+            for where, finding in pairs.disagreements(side, doc, ds_config):
+                findings.extend(place(where, [finding]))
+    return findings
+
+
+def read_document(path: str, options: Options) -> tuple[Document | None, list[Finding]]:
+    """(document, []) for a readable file, or (None, findings) when it is too large or not UTF-8 text."""
+    data = None
+    if options.sources:
+        data = options.sources.get(os.path.realpath(path))
+    if data is None:
+        from .files import TooLarge
+        try:
+            data = read_bytes(path, options.max_bytes)
+        except TooLarge as error:
+            return None, too_large(path, error, named=options.kind is not None)
+    elif isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        text = decode(data)
+    except UnicodeDecodeError as error:
+        return None, undecodable(path, data, error)
+    return open_document(text, path, options), []
+
+
 def read_bytes(path: str, limit: int | None = None) -> bytes:
     """The file's bytes; files.TooLarge past `limit`, UsageError when it cannot be read."""
     from . import files
@@ -203,48 +298,16 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def lint_file(path: str, options: Options) -> list[Finding]:
-    """Lint one file (and, for an Accelerate YAML, the ds_config.json it names)."""
-    return lint_files([path], options)
-
-
-def lint_files(files: list[str], options: Options) -> list[Finding]:
-    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch."""
-    from .pairs import lint_together
-    return lint_together(files, options)
-
-
-def read_document(path: str, options: Options):
-    """(document, []) for a readable file, or (None, findings) when it is not UTF-8 text."""
-    data = None
-    if options.sources:
-        data = options.sources.get(os.path.realpath(path))
-    if data is None:
-        from .files import TooLarge
-        try:
-            data = read_bytes(path, options.max_bytes)
-        except TooLarge as error:
-            return None, too_large(path, error, named=options.kind is not None)
-    elif isinstance(data, str):
-        data = data.encode("utf-8")
-    try:
-        text = decode(data)
-    except UnicodeDecodeError as error:
-        return None, undecodable(path, data, error)
-    return open_document(text, path, options), []
-
-
 def undecodable(path: str, data: bytes, error: UnicodeDecodeError) -> list[Finding]:
     from . import detect
-    from .findings import LOAD
     prefix = data[:error.start].decode("utf-8", errors="replace")
     line = prefix.count("\n") + 1
     column = len(prefix) - (prefix.rfind("\n") + 1) + 1
-    if detect.named_like_deepspeed(path) or path.endswith((".yaml", ".yml")):
-        finding = Finding("DS000", f"not UTF-8 text (byte 0x{data[error.start]:02x}): DeepSpeed's loader and "
-                                   "json.load both fail with UnicodeDecodeError", fails_in=LOAD)
+    if detect.named_like_deepspeed(path) or is_yaml(path):
+        finding = Finding(PARSE_ERROR, f"not UTF-8 text (byte 0x{data[error.start]:02x}): DeepSpeed's loader and "
+                                       "json.load both fail with UnicodeDecodeError", fails_in=LOAD)
     else:
-        finding = Finding("DS005", "not UTF-8 text; not recognised as a config; skipped")
+        finding = Finding(NOT_A_CONFIG, "not UTF-8 text; not recognised as a config; skipped")
         line, column = 1, 1
     finding.file, finding.line, finding.column = path, line, column
     return [finding]
@@ -257,51 +320,48 @@ def too_large(path: str, error, named: bool = False) -> list[Finding]:
     from .files import format_size
     size = f"{format_size(error.size)}" if error.size is not None else f"more than {format_size(error.limit)}"
     if named or detect.named_like_deepspeed(path) or detect.named_like_accelerate(path):
-        finding = Finding("DS007", f"{size}: larger than any DeepSpeed or Accelerate config; not linted "
-                                   f"(dsconfig reads at most {format_size(error.limit)}: --max-file-size)")
+        finding = Finding(FILE_TOO_LARGE, f"{size}: larger than any DeepSpeed or Accelerate config; not linted "
+                                          f"(dsconfig reads at most {format_size(error.limit)}: --max-file-size)")
     else:
-        finding = Finding("DS005", f"{size}: too large for a config; skipped")
+        finding = Finding(NOT_A_CONFIG, f"{size}: too large for a config; skipped")
     finding.file, finding.line, finding.column = path, 1, 1
     return [finding]
-
-
-def lint_text(text: str, path: str, options: Options) -> list[Finding]:
-    return lint_document(open_document(text, path, options), options)
 
 
 def is_yaml(path: str) -> bool:
     return path.endswith((".yaml", ".yml"))
 
 
-def open_document(text: str, path: str, options: Options):
-    """Read and classify: a YamlDocument for YAML (PyYAML is imported only then), else a Document."""
+def open_document(text: str, path: str, options: Options) -> Document:
+    """Read and classify: a YamlDocument for YAML (PyYAML is imported only then), else a JsonDocument."""
     if is_yaml(path):
         from .yamldoc import YamlDocument
         doc = YamlDocument(path, text)
         doc.kind = _classify_yaml(doc)
         return doc
-    doc = Document(path, text)
+    doc = JsonDocument(path, text)
     doc.kind = options.kind or _classify(doc)
     return doc
 
 
-def lint_document(doc, options: Options) -> list[Finding]:
-    """The checks for the document's kind, every finding located."""
-    if doc.kind == "accelerate":
-        from .accelerate import lint_accelerate
-        findings = lint_accelerate(doc, options)
-    elif is_yaml(doc.path):
-        why = "not valid YAML and not recognisable as a config" if not doc.loaded \
-            else "not a DeepSpeed or Accelerate config"
-        findings = [Finding("DS005", f"{why}; skipped")]
-    elif doc.kind == "deepspeed":
-        from .deepspeed.check import lint_deepspeed
-        findings = lint_deepspeed(doc, options)
-    else:
-        from .other import lint_other
-        findings = lint_other(doc)
-    if options.documents is not None:
-        options.documents[doc.path] = doc
+def lint_document(doc: Document, options: Options) -> list[Finding]:
+    """The checks for the document's kind, every finding located. A check that crashes is an InternalError."""
+    try:
+        if doc.kind == "accelerate":
+            from .accelerate import lint_accelerate
+            findings = lint_accelerate(doc, options)
+        elif doc.format == "yaml":
+            why = "not valid YAML and not recognisable as a config" if not doc.loaded \
+                else "not a DeepSpeed or Accelerate config"
+            findings = [Finding(NOT_A_CONFIG, f"{why}; skipped")]
+        elif doc.kind == "deepspeed":
+            from .deepspeed.check import lint_deepspeed
+            findings = lint_deepspeed(doc, options)
+        else:
+            from .other import lint_other
+            findings = lint_other(doc)
+    except Exception as error:
+        raise InternalError(doc.path, error) from error
     return place(doc, findings)
 
 
@@ -314,7 +374,7 @@ def _classify_yaml(doc) -> str:
     return kind if kind == "accelerate" else "other"  # DeepSpeed never reads YAML
 
 
-def _classify(doc: Document) -> str:
+def _classify(doc: JsonDocument) -> str:
     from . import detect
     if doc.scan is not None:
         return detect.classify(doc.path, doc.hjson_value, is_yaml=False)
@@ -336,5 +396,10 @@ def place(doc: Document, findings: list[Finding]) -> list[Finding]:
     return findings
 
 
-def lint_paths(paths: Iterable[str], options: Options) -> list[Finding]:
-    return lint_files(collect(paths), options)
+def _in_file_order(findings: list[Finding], files: list[str]) -> list[Finding]:
+    """Files in the order given (a named JSON that was not given comes last), each file's findings sorted
+    and without repeats (two YAMLs naming one JSON agree on most of it)."""
+    by_file: dict[str, dict] = {path: {} for path in files}
+    for f in findings:
+        by_file.setdefault(f.file, {}).setdefault((f.line, f.column, f.code, f.message, f.world_size), f)
+    return [f for found in by_file.values() for f in sorted(found.values(), key=Finding.sort_key)]

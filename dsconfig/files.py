@@ -1,8 +1,8 @@
 """Reading the user's files: never more than a config can hold, and every failure one line that
 names the file (and line and column where there is one).
 
-A DeepSpeed or Accelerate config is a few kilobytes; the largest of the 342 real ones in the
-research corpus is 4.2 KB. Reading stops at `MAX_BYTES` (256 KiB, sixty times that) plus one byte, so
+A DeepSpeed or Accelerate config is a few kilobytes; the largest of 342 real ones collected from
+public repositories is 4.2 KB. Reading stops at `MAX_BYTES` (256 KiB, sixty times that) plus one byte, so
 a 200 MB dataset, `/dev/zero` or a never-ending pipe costs the same bounded time and memory as a
 config, and the slowest reader behind it (PyYAML's pure-Python loader, ~3 s per MB) stays under a
 second.
@@ -103,8 +103,12 @@ def format_size(size: int) -> str:
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b?|b(?:ytes?)?)?\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str) -> int:
-    """'1MB', '512KiB', '2 mb', '4096' -> bytes (K/M/G are powers of 1024). Raises ValueError."""
+def parse_file_size(text: str) -> int:
+    """A file size (--max-file-size): '1MB', '512KiB', '2 mb', '4096' -> bytes. Raises ValueError.
+
+    K, M and G are powers of 1024 whether written KB or KiB (1MB = 2**20 bytes), as file sizes are
+    usually counted; a bare number is bytes. Compare dsconfig.estimate.gpus.parse_memory_size.
+    """
     match = _SIZE.match(text)
     if not match:
         raise ValueError(f"{text!r} is not a size (use e.g. 4MB, 512KB or 65536)")

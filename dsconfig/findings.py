@@ -1,4 +1,4 @@
-"""What a check reports: one Finding per problem, located by JSON pointer.
+"""What a check reports: one Finding per problem, of one declared rule, located by JSON pointer.
 
 Checks never compute line numbers. They name a JSON pointer into the document and the
 engine turns it into file, line and column, so the same check works on JSON and YAML.
@@ -6,14 +6,7 @@ engine turns it into file, line and column, so the same check works on JSON and 
 
 from __future__ import annotations
 
-# Where the real tool would stop with an exception. None means it stays silent.
-LOAD = "load"  # reading the file (hjson / json.load), duplicate keys, removed blocks
-PARSE = "parse"  # DeepSpeedConfig(...): pydantic sections, batch arithmetic, P1 checks
-INITIALIZE = "initialize"  # deepspeed.initialize / engine / ZeRO / Trainer / prepare()
-LAUNCH = "launch"  # `accelerate launch` (Accelerate YAML files)
-PHASES = (LOAD, PARSE, INITIALIZE, LAUNCH)
-
-SEVERITIES = ("error", "warning", "info")
+from .phases import PHASES
 
 
 class Finding:
@@ -25,15 +18,16 @@ class Finding:
     """
 
     __slots__ = (
-        "code", "message", "pointer", "fails_in", "world_size", "fix", "on_key", "offset",
+        "rule", "code", "message", "pointer", "fails_in", "world_size", "fix", "on_key", "offset",
         "file", "line", "column",
     )
 
-    def __init__(self, code: str, message: str, pointer: str = "", *, fails_in: str | None = None,
+    def __init__(self, rule, message: str, pointer: str = "", *, fails_in: str | None = None,
                  world_size: int | None = None, fix: str | None = None, on_key: bool = False,
                  offset: int | None = None):
         assert fails_in is None or fails_in in PHASES, fails_in
-        self.code = code
+        self.rule = rule  # a dsconfig.rules.Rule
+        self.code = rule.code
         self.message = one_line(message)
         self.pointer = pointer
         self.fails_in = fails_in
@@ -44,11 +38,6 @@ class Finding:
         self.file = ""
         self.line = 1
         self.column = 1
-
-    @property
-    def rule(self):
-        from .rules import RULES
-        return RULES[self.code]
 
     @property
     def severity(self) -> str:
@@ -90,30 +79,3 @@ _CONTROL.update({0x09: "\\t", 0x0a: "\\n", 0x0d: "\\r"})
 
 def one_line(text: str) -> str:
     return text.translate(_CONTROL) if not text.isprintable() else text
-
-
-def pointer_join(base: str, token) -> str:
-    """Append one reference token to a JSON pointer (RFC 6901 escaping)."""
-    text = str(token)
-    if "~" in text or "/" in text:
-        text = text.replace("~", "~0").replace("/", "~1")
-    return f"{base}/{text}"
-
-
-def pointer_from(tokens) -> str:
-    """A JSON pointer from its reference tokens."""
-    pointer = ""
-    for token in tokens:
-        pointer = pointer_join(pointer, token)
-    return pointer
-
-
-def pointer_tokens(pointer: str) -> list[str]:
-    if not pointer:
-        return []
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
-
-
-def dotted(pointer: str) -> str:
-    """`/zero_optimization/offload_param/device` -> `zero_optimization.offload_param.device`."""
-    return ".".join(pointer_tokens(pointer)) or "(top level)"

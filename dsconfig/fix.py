@@ -13,14 +13,13 @@ already reads, or the one spelling of the value the author evidently meant, so t
 what it did before (or what it plainly was meant to do instead of failing to start). Everything that
 changes what the run does - a batch size at some world size, a ZeRO stage, a flag DeepSpeed reads
 differently from how it is written, a did-you-mean guess - is *unsafe* and needs `--unsafe-fixes`.
-`POLICIES` records each code's safety and why; `fix_safety(code)` says "safe", "unsafe" or "none"
-(the code never carries a fix) for the rule docs. A code that carries a fix and is not listed is
-treated as unsafe.
+Each rule declares its policy and why (`Rule.autofix`, dsconfig.rules); a rule that declares none
+never carries a fix, and is treated as unsafe if it ever does.
 
-Some safe codes demote single findings to unsafe (`Policy.unless`): a DS201 fix from `true` (which
-number was meant?), a DS103 fix that is a guess rather than a re-spelling, a DS104 rename of a key
-whose value DeepSpeed migrates into a different shape (`cpu_offload: true` is not
-`offload_optimizer: true`).
+Some safe rules demote single findings to unsafe (`Autofix.demoted_when`, checked here): a DS201
+fix from `true` (which number was meant?), a DS103 fix that is a guess rather than a re-spelling, a
+DS104 rename of a key whose value DeepSpeed migrates into a different shape (`cpu_offload: true` is
+not `offload_optimizer: true`).
 
 Applying
 --------
@@ -29,9 +28,10 @@ is left to fix (at most MAX_PASSES passes). A pass whose edits write something r
 written (a new invalid-value, wrong-type or unknown-key finding at the value or key an edit touched) or
 break the file (a new load error anywhere) is undone, and its edits are retried one by one; an edit that
 still does harm is dropped. New findings of other kinds are what the old value hid (a batch size that
-finally parses can be checked against the world size) and stay reported. Files are written atomically: a temporary file in the same folder, the
-original file mode, then os.replace. A symbolic link is never written through (nor replaced): it is
-reported and left alone. `--diff` prints a unified diff and writes nothing.
+finally parses can be checked against the world size) and stay reported. Files are written
+atomically: a temporary file in the same folder, the original file mode, then os.replace. A
+symbolic link is never written through (nor replaced): it is reported and left alone. `--diff`
+prints a unified diff and writes nothing.
 """
 
 from __future__ import annotations
@@ -41,112 +41,31 @@ import os
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
-from .findings import Finding, pointer_join, pointer_tokens
+from .findings import Finding
+from .pointers import pointer_from, pointer_join, pointer_tokens
+from .rules.accelerate_keys import (
+    DISTRIBUTED_TYPE,
+    INVALID_SETTING,
+    MIXED_PRECISION,
+    UNKNOWN_TOP_LEVEL_KEY,
+    YAML_BOOLEAN,
+)
+from .rules.batch import BATCH_TYPE
+from .rules.files import DUPLICATE_KEY, NOT_AN_OBJECT, PARSE_ERROR
+from .rules.keys import CONFLICTING_KEYS, INVALID_VALUE, UNKNOWN_KEY, WRONG_TYPE
+from .rules.precision import COMMUNICATION_DTYPE, GRADIENT_ALLREDUCE_OP, QUOTED_BOOL, WALL_CLOCK_TYPE
+from .rules.rule import CHANGED_VALUE, CONVERTED_ON_MIGRATION, LEGACY_ALLGATHER, SAFE
+from .rules.sections import PIPELINE_FLAGS, SECTION_TYPE
 
-SAFE = "safe"
-UNSAFE = "unsafe"
 MAX_PASSES = 10
-# New findings with these codes mean an edit broke the file itself.
-_STRUCTURAL = frozenset({"DS000", "DS001", "DS004"})
-# New findings with these codes at a value an edit wrote mean the edit wrote something the reader rejects
-# (a wrong type, an unknown key, an invalid value). New findings of other codes there are consequences the
+# New findings of these rules mean an edit broke the file itself.
+_STRUCTURAL = frozenset({PARSE_ERROR, DUPLICATE_KEY, NOT_AN_OBJECT})
+# New findings of these rules at a value an edit wrote mean the edit wrote something the reader rejects
+# (a wrong type, an unknown key, an invalid value). New findings of other rules there are consequences the
 # old value hid (a batch size that parses at last can now be checked against the world size), not harm.
-_INVALID = frozenset({"DS101", "DS103", "DS105", "DS109", "DS201", "DS406", "DS407", "DS410", "DS411", "DS605",
-                      "DS606", "ACC001", "ACC005", "ACC006", "ACC016", "ACC019"})
-
-
-class Policy(NamedTuple):
-    applicability: str  # safe | unsafe
-    why: str
-    unless: str | None = None  # when a safe code's fix is demoted to unsafe
-
-
-POLICIES: dict[str, Policy] = {
-    # -- safe: the file ends up saying what DeepSpeed already reads, or the one thing the author meant -----
-    "DS006": Policy(SAFE, "A batch size written as 7.0 or \"7\" becomes 7: the number the author wrote, in the "
-                          "only form a PyTorch DataLoader accepts.",
-                    "the value is a boolean"),
-    "DS103": Policy(SAFE, "The value is re-spelled the way DeepSpeed accepts it (\"CPU\" -> \"cpu\", \"5e8\" -> "
-                          "500000000): the same value, which DeepSpeed rejects only for its spelling.",
-                    "the fix is a different value (a closest-match guess or a default)"),
-    "DS104": Policy(SAFE, "The deprecated key is renamed to the key DeepSpeed migrates it to; DeepSpeed reads the "
-                          "value the same way under either name.",
-                    "DeepSpeed converts the value while migrating it (`cpu_offload: true` becomes a whole "
-                    "`offload_optimizer` block), or the new key is already present"),
-    "DS106": Policy(SAFE, "The value is replaced by exactly what DeepSpeed converts it to (500000000.0 -> "
-                          "500000000, \"true\" -> true), so DeepSpeed runs the same; readers that skip the "
-                          "conversion (the HF Trainer compares `stage == 3`) now agree with it."),
-    "DS201": Policy(SAFE, "A batch size written as 32.0 or \"32\" becomes 32, the number written: hjson already "
-                          "reads 32.0 as 32, and json.load readers (HF Trainer, Accelerate) get an int instead "
-                          "of a float or a string.",
-                    "the value is a boolean (which number was meant?)"),
-    "DS300": Policy(SAFE, "`zero_optimization: true/false` becomes {\"stage\": 1}/{\"stage\": 0}, DeepSpeed's own "
-                          "reading of the legacy format.",
-                    "a top-level `allgather_size` is also given (DeepSpeed's legacy reading moves it into the block)"),
-    "DS401": Policy(SAFE, "`bfloat16` is renamed `bf16`: DeepSpeed reads the two keys identically (dsconfig "
-                          "reports DS402 instead when both are present), and the HF Trainer and Accelerate, which "
-                          "only know `bf16`, now see the setting DeepSpeed already applies."),
-    "ACC005": Policy(SAFE, "distributed_type is re-spelled in the case Accelerate's enum requires "
-                           "(\"deepspeed\" -> \"DEEPSPEED\").",
-                     "the fix is a closest-match guess rather than the same word"),
-    "ACC016": Policy(SAFE, "The word the author wrote (`no`, `NO`, `off`) is quoted, so yaml.safe_load reads it "
-                           "as that text instead of a YAML 1.1 boolean."),
-    # -- unsafe: the training run would change -------------------------------------------------------------
-    "ACC009": Policy(UNSAFE, "num_processes changes the world size Accelerate launches."),
-    "ACC015": Policy(UNSAFE, "Which ZeRO-3-only flags matter depends on the stage, which may be the value to "
-                             "change instead."),
-    "ACC019": Policy(UNSAFE, "The replacement is a closest-match guess or a default."),
-    "DS101": Policy(UNSAFE, "A did-you-mean key rename is a guess, and makes a setting DeepSpeed now rejects "
-                            "take effect."),
-    "DS102": Policy(UNSAFE, "A did-you-mean key rename is a guess, and makes a setting DeepSpeed now ignores "
-                            "take effect."),
-    "DS107": Policy(UNSAFE, "Writing DeepSpeed's default instead of \"auto\" breaks the file for a target that "
-                            "fills \"auto\"."),
-    "DS110": Policy(UNSAFE, "Disabling a block that its presence turned on changes the run."),
-    "DS202": Policy(UNSAFE, "A corrected batch size changes the global batch, the per-GPU memory or the "
-                            "gradient accumulation of the run."),
-    "DS203": Policy(UNSAFE, "A corrected train_batch_size changes the global batch of the run."),
-    "DS301": Policy(UNSAFE, "Changing the offload device or flags changes where the states live."),
-    "DS305": Policy(UNSAFE, "Changes gradient clipping or norm computation."),
-    "DS306": Policy(UNSAFE, "Changes a communication bucket size."),
-    "DS307": Policy(UNSAFE, "Changes the ZeRO optimizer DeepSpeed builds."),
-    "DS308": Policy(UNSAFE, "Adds a key that changes which optimizer runs offloaded."),
-    "DS309": Policy(UNSAFE, "Changes the ZeRO stage."),
-    "DS311": Policy(UNSAFE, "Changes gradient scaling."),
-    "DS312": Policy(UNSAFE, "\"stage\": \"auto\" runs ZeRO stage 0 under plain DeepSpeed; stage 3 is a different "
-                            "run."),
-    "DS404": Policy(UNSAFE, "Changes the precision of the master weights."),
-    "DS406": Policy(UNSAFE, "Changes the communication dtype (or guesses one)."),
-    "DS407": Policy(UNSAFE, "Changes the gradient all-reduce operation."),
-    "DS408": Policy(UNSAFE, "Changes a data type of the run."),
-    "DS409": Policy(UNSAFE, "Changes the autocast or quantization settings."),
-    "DS410": Policy(UNSAFE, "DeepSpeed reads the quoted \"false\" as true: writing false turns the feature off, "
-                            "the opposite of what runs today."),
-    "DS411": Policy(UNSAFE, "DeepSpeed reads the quoted value by truthiness: the boolean may invert what runs."),
-    "DS500": Policy(UNSAFE, "The optimizer name is a guess or a different optimizer."),
-    "DS501": Policy(UNSAFE, "Changes optimizer parameters (or guesses a renamed one)."),
-    "DS502": Policy(UNSAFE, "Allows an optimizer ZeRO does not test."),
-    "DS503": Policy(UNSAFE, "Switches to dynamic loss scaling."),
-    "DS504": Policy(UNSAFE, "Changes the ZeRO communication pattern."),
-    "DS505": Policy(UNSAFE, "The scheduler name is a guess."),
-    "DS506": Policy(UNSAFE, "Changes scheduler parameters (or guesses a renamed one)."),
-    "DS507": Policy(UNSAFE, "Changes the warmup schedule."),
-    "DS600": Policy(UNSAFE, "Changes activation checkpointing."),
-    "DS601": Policy(UNSAFE, "Changes checkpoint behaviour."),
-    "DS602": Policy(UNSAFE, "Changes a data-efficiency setting."),
-    "DS603": Policy(UNSAFE, "Changes an autotuning setting."),
-    "DS604": Policy(UNSAFE, "Changes tensor parallelism."),
-    "DS605": Policy(UNSAFE, "Replaces a whole section."),
-    "DS606": Policy(UNSAFE, "Changes pipeline partitioning."),
-    "DS607": Policy(UNSAFE, "Changes the vocabulary size."),
-    "DS703": Policy(UNSAFE, "Hands the value to the HF Trainer (\"auto\") instead of the one written."),
-}
-
-
-def fix_safety(code: str) -> str:
-    """"safe", "unsafe" or "none" (the code never carries a fix): for the rule docs."""
-    policy = POLICIES.get(code)
-    return policy.applicability if policy is not None else "none"
+_INVALID = frozenset({UNKNOWN_KEY, INVALID_VALUE, CONFLICTING_KEYS, WRONG_TYPE, BATCH_TYPE, COMMUNICATION_DTYPE,
+                      GRADIENT_ALLREDUCE_OP, QUOTED_BOOL, WALL_CLOCK_TYPE, SECTION_TYPE, PIPELINE_FLAGS,
+                      UNKNOWN_TOP_LEVEL_KEY, DISTRIBUTED_TYPE, MIXED_PRECISION, YAML_BOOLEAN, INVALID_SETTING})
 
 
 class Edit(NamedTuple):
@@ -191,8 +110,8 @@ def plan(finding: Finding, doc) -> FixInfo:
         new_value = json.loads(finding.fix)
     except ValueError:
         return _no_edit(finding)
-    is_yaml = hasattr(doc, "spans") and not hasattr(doc, "scan")
-    root = _reading(doc)
+    is_yaml = doc.format == "yaml"
+    root = doc.as_written
     pointer = finding.pointer
     tokens = pointer_tokens(pointer)
     if finding.on_key:
@@ -227,15 +146,6 @@ def plan(finding: Finding, doc) -> FixInfo:
 _MISSING = object()
 
 
-def _reading(doc):
-    """The value the spans index: hjson's for JSON (strict json.load's where it reads the same file), YAML's."""
-    if hasattr(doc, "scan"):
-        if doc.json_error is None:
-            return doc.json_value  # keeps 32.0 a float, as written
-        return doc.hjson_value
-    return doc.value
-
-
 def _value_at(root, tokens):
     node = root
     for token in tokens:
@@ -257,34 +167,29 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def _json_key(doc, pointer: str, new_key: str):
-    if doc.scan is None:
-        return None
-    span = doc.scan.spans.get(pointer)
+    span = doc.spans.get(pointer)
     if span is None or span.key_start is None:
         return None
-    return Edit(span.key_start, span.key_end, json.dumps(new_key, ensure_ascii=False)), \
-        doc.text[span.key_start:span.key_end]
+    start, end = doc.extent(pointer, on_key=True)
+    return Edit(start, end, json.dumps(new_key, ensure_ascii=False)), doc.text[start:end]
 
 
 def _json_value(doc, pointer: str, fix: str):
-    if doc.scan is None:
+    located = doc.extent(pointer)
+    if located is None:
         return None
-    span = doc.scan.spans.get(pointer)
-    if span is None:
-        return None
-    return Edit(span.start, span.end, fix), doc.text[span.start:span.end]
+    start, end = located
+    return Edit(start, end, fix), doc.text[start:end]
 
 
 def _json_insert(doc, root, tokens: list[str], fix: str) -> Edit | None:
     """`"key": fix` after the last member of the parent object (absent key, parent present)."""
-    if doc.scan is None:
-        return None
     parent_tokens, key = tokens[:-1], tokens[-1]
     parent = _value_at(root, parent_tokens)
     if not isinstance(parent, dict) or key in parent:
         return None
-    parent_pointer = _join(parent_tokens)
-    spans = doc.scan.spans
+    parent_pointer = pointer_from(parent_tokens)
+    spans = doc.spans
     parent_span = spans.get(parent_pointer)
     if parent_span is None or doc.text[parent_span.start:parent_span.start + 1] != "{":
         return None
@@ -302,43 +207,7 @@ def _json_insert(doc, root, tokens: list[str], fix: str) -> Edit | None:
     return Edit(last.end, last.end, ", " + member)
 
 
-def _join(tokens) -> str:
-    pointer = ""
-    for token in tokens:
-        pointer = pointer_join(pointer, token)
-    return pointer
-
-
 # YAML ------------------------------------------------------------------------------------------------------------
-
-
-def _yaml_tokens(doc) -> dict:
-    """Scalar tokens by start offset: (end offset, style). Cached on the document."""
-    cached = getattr(doc, "_dsconfig_scalar_tokens", None)
-    if cached is not None:
-        return cached
-    import yaml
-    tokens = {}
-    try:
-        for token in yaml.scan(doc.text, Loader=yaml.SafeLoader):
-            if isinstance(token, yaml.ScalarToken):
-                tokens[token.start_mark.index] = (token.end_mark.index, token.style)
-    except yaml.YAMLError:
-        tokens = {}
-    try:
-        doc._dsconfig_scalar_tokens = tokens
-    except AttributeError:
-        pass
-    return tokens
-
-
-def _yaml_scalar(doc, offset: int | None):
-    if offset is None:
-        return None
-    found = _yaml_tokens(doc).get(offset)
-    if found is None or found[1] in ("|", ">"):
-        return None
-    return found
 
 
 def _yaml_text(value, fix: str, style) -> str | None:
@@ -369,7 +238,7 @@ def _yaml_key(doc, pointer: str, new_key: str):
     span = doc.spans.get(pointer)
     if span is None:
         return None
-    found = _yaml_scalar(doc, span.key_start)
+    found = doc.scalar_at(span.key_start)
     if found is None:
         return None
     end, style = found
@@ -381,7 +250,7 @@ def _yaml_value(doc, pointer: str, value, fix: str):
     span = doc.spans.get(pointer)
     if span is None:
         return None
-    found = _yaml_scalar(doc, span.start)
+    found = doc.scalar_at(span.start)
     if found is None:
         return None
     end, style = found
@@ -395,19 +264,7 @@ def extent(finding: Finding, doc) -> tuple[int, int] | None:
     """Offsets of the value (or key) a finding is about, when its pointer names one: for carets and regions."""
     if finding.offset is not None or doc is None:
         return None
-    if hasattr(doc, "scan"):
-        span = doc.scan.spans.get(finding.pointer) if doc.scan is not None else None
-        if span is None:
-            return None
-        if finding.on_key and span.key_start is not None:
-            return span.key_start, span.key_end
-        return span.start, span.end
-    span = doc.spans.get(finding.pointer)
-    if span is None:
-        return None
-    start = span.key_start if finding.on_key and span.key_start is not None else span.start
-    found = _yaml_scalar(doc, start)
-    return (start, found[0]) if found is not None else None
+    return doc.extent(finding.pointer, finding.on_key)
 
 
 def extents(findings, documents: dict) -> dict:
@@ -423,16 +280,16 @@ def extents(findings, documents: dict) -> dict:
 
 
 def _is_safe(finding: Finding, original, new_value, root) -> bool:
-    policy = POLICIES.get(finding.code)
+    """The rule's policy, and for a safe rule whether this fix is demoted (`Autofix.demoted_when`)."""
+    policy = finding.rule.autofix
     if policy is None or policy.applicability != SAFE:
         return False
-    code = finding.code
-    if code in ("DS006", "DS201", "DS103", "ACC005"):
+    if policy.demoted_when == CHANGED_VALUE:
         return _same_value(original, new_value)
-    if code == "DS104":
+    if policy.demoted_when == CONVERTED_ON_MIGRATION:
         tokens = pointer_tokens(finding.pointer)
         return bool(tokens) and tokens[-1] not in _migrated_keys()
-    if code == "DS300":
+    if policy.demoted_when == LEGACY_ALLGATHER:
         return not (original is True and isinstance(root, dict) and "allgather_size" in root)
     return True
 
@@ -517,9 +374,7 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
         sources[real] = text
 
     def lint(current_sources):
-        documents: dict = {}
-        found = engine.lint_files(paths, options._replace(sources=current_sources, documents=documents))
-        return found, documents
+        return engine.lint_files(paths, options._replace(sources=current_sources))
 
     findings, documents = lint(sources)
     seen_states = set()
@@ -631,7 +486,7 @@ def _harmed(before, after, chosen) -> set:
         real = os.path.realpath(f.file)
         if real not in touched or (real, f.code, f.pointer) in known:
             continue
-        if f.code in _STRUCTURAL or (f.code in _INVALID and any(_covers(f.pointer, t) for t in touched[real])):
+        if f.rule in _STRUCTURAL or (f.rule in _INVALID and any(_covers(f.pointer, t) for t in touched[real])):
             harmed.add(real)
     return harmed
 

@@ -20,6 +20,8 @@ import re
 import sys
 from typing import NamedTuple
 
+from .pointers import escape
+
 __all__ = ["Duplicate", "Note", "Scan", "ScanError", "Span", "Trap", "line_starts", "position", "scan"]
 
 
@@ -173,12 +175,6 @@ def _stack_depth(frame) -> int:
         depth += 1
         frame = frame.f_back
     return depth
-
-
-def _pointer_token(key: str) -> str:
-    if "~" in key or "/" in key:
-        return key.replace("~", "~0").replace("/", "~1")
-    return key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,7 +528,7 @@ class _Scanner:
         if c == '"' or c == "'":
             key, end = self.string(p, level + 2)
             if c == "'":
-                self.notes.append(Note("single-quotes", p, end, obj_ptr + "/" + _pointer_token(key)))
+                self.notes.append(Note("single-quotes", p, end, obj_ptr + "/" + escape(key)))
             return key, p, end, end
         m = _KEY_STOP.search(text, p)
         if m is None:
@@ -553,7 +549,7 @@ class _Scanner:
             self.fail("Found whitespace in your key name (use quotes to include)", ws.end() - 1, level + 1)
         # The token keeps at least one character, so a key stripped down to "" stays locatable.
         end = p + max(len(key), 1)
-        self.notes.append(Note("unquoted-key", p, end, obj_ptr + "/" + _pointer_token(key)))
+        self.notes.append(Note("unquoted-key", p, end, obj_ptr + "/" + escape(key)))
         return key, p, end, q
 
     # -- scalars -----------------------------------------------------------------------------
@@ -724,8 +720,7 @@ class _Scanner:
                 if ch != ":":
                     self.fail("Expecting ':' delimiter", p, level)
                 ch, p = self.skip(p + 1, level)
-            ptr = frame.ptr + "/" + (key.replace("~", "~0").replace("/", "~1")
-                                     if "~" in key or "/" in key else key)
+            ptr = frame.ptr + "/" + escape(key)
             frame.key = key
             if missing >= 0:
                 notes.append(Note("missing-comma", missing, ks, ptr))

@@ -7,7 +7,9 @@ script hands `{"train": {"batch_size": 7.0}}` to `torch.utils.data.DataLoader`, 
 
 from __future__ import annotations
 
-from .findings import Finding, dotted, pointer_join
+from .findings import Finding
+from .pointers import dotted, pointer_join
+from .rules.files import NON_INTEGER_BATCH_SIZE, NOT_A_CONFIG
 
 
 def _is_batch_key(key: str) -> bool:
@@ -42,10 +44,10 @@ def lint_other(doc) -> list[Finding]:
     parsed = doc.scan is not None or doc.json_error is None
     if not parsed:
         why = "it is nested too deeply to read" if "nesting too deep" in str(doc.json_error) else "it is not valid JSON"
-        findings.append(Finding("DS005", f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped"))
+        findings.append(Finding(NOT_A_CONFIG, f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped"))
         return findings
     value = doc.json_value if doc.json_error is None else doc.hjson_value
-    findings.append(Finding("DS005", "not a DeepSpeed or Accelerate config; skipped"))
+    findings.append(Finding(NOT_A_CONFIG, "not a DeepSpeed or Accelerate config; skipped"))
     found = sorted(_bad_batch_sizes(value), key=lambda item: item[0])
     for pointer, bad in found:
         fix = None
@@ -53,6 +55,6 @@ def lint_other(doc) -> list[Finding]:
             fix = str(int(bad))
         elif isinstance(bad, str) and bad.strip().isdigit() and int(bad) > 0:
             fix = str(int(bad))
-        findings.append(Finding("DS006", f"{dotted(pointer)} is {bad!r}: a PyTorch DataLoader needs a positive integer "
-                                         "batch_size", pointer, fix=fix))
+        findings.append(Finding(NON_INTEGER_BATCH_SIZE, f"{dotted(pointer)} is {bad!r}: a PyTorch DataLoader needs a "
+                                                        "positive integer batch_size", pointer, fix=fix))
     return findings

@@ -1,12 +1,12 @@
-"""Lint files together: an Accelerate YAML and the ds_config.json it names are one launch.
+"""An Accelerate YAML and the ds_config.json it names are one launch: which files pair, and what they disagree on.
 
 `deepspeed_config.deepspeed_config_file` hands a JSON file to DeepSpeedPlugin in every
-training process, so that JSON is linted as Accelerate will use it: target `accelerate`
+training process, so the engine lints that JSON as Accelerate will use it: target `accelerate`
 (json.load, Accelerate's "auto" fills; `hf-trainer` when the file holds an "auto" only the
 Trainer fills) at the world size the YAML launches, unless the user asked for a target or world
-size. Each JSON is linted once, with the world sizes of every
-YAML that names it, and never a second time standalone. What the two files disagree on is
-reported in both, each message naming the other file's position.
+size. Each JSON is linted once, with the world sizes of every YAML that names it, and never a
+second time standalone. What the two files disagree on is reported in both, each message naming
+the other file's position. This module only answers questions; dsconfig.engine does the linting.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from . import engine
-from .findings import INITIALIZE, Finding
+from . import targets
+from .findings import Finding
+from .phases import INITIALIZE
+from .rules.accelerate_keys import CONFIG_FILE_MISSING
+from .rules.accelerate_launch import PAIR_MISMATCH, STAGE_IGNORED
 
 
 class Side(NamedTuple):
@@ -28,39 +31,13 @@ class Side(NamedTuple):
     how: str  # "relative to the working directory" / "relative to the YAML's folder" / "absolute"
 
 
-def lint_together(files: list[str], options: engine.Options) -> list[Finding]:
-    findings: list[Finding] = []
-    docs: dict[str, object] = {}
-    spelled: dict[str, str] = {}  # real path -> the path as the user gave it
-    for path in files:
-        real = os.path.realpath(path)
-        if real in spelled:
-            continue
-        spelled[real] = path
-        doc, unreadable = engine.read_document(path, options)
-        findings.extend(unreadable)
-        if doc is not None:
-            docs[real] = doc
-
-    sides = [side for doc in docs.values() if (side := _yaml_side(doc)) is not None]
-    paired: dict[str, list[Side]] = {}
-    for side in sides:
-        if side.json_path is not None:
-            paired.setdefault(os.path.realpath(side.json_path), []).append(side)
-
-    for real, doc in docs.items():
-        if real not in paired:  # a paired JSON is linted below, in its pair's context
-            findings.extend(engine.lint_document(doc, options))
-    for side in sides:
-        if side.json_path is None:
-            findings.append(_missing(side))
-    for real, users in paired.items():
-        findings.extend(_lint_pair(real, spelled.get(real) or os.path.normpath(users[0].json_path), users, options))
-    return _in_file_order(findings, files)
+def find_sides(docs) -> list[Side]:
+    """Every Accelerate YAML among `docs` that launches DeepSpeed with a deepspeed_config_file."""
+    return [side for doc in docs if (side := _yaml_side(doc)) is not None]
 
 
 def _yaml_side(doc) -> Side | None:
-    if doc.kind != "accelerate" or not engine.is_yaml(doc.path) or not doc.loaded:
+    if doc.kind != "accelerate" or doc.format != "yaml" or not doc.loaded:
         return None
     from .accelerate.check import config_file
     from .accelerate.launch import Replay
@@ -90,49 +67,41 @@ def resolve(yaml_path: str, written: str) -> tuple[str | None, str]:
     return None, "relative to the working directory or the YAML's folder"
 
 
-def _missing(side: Side) -> Finding:
+def missing_file(side: Side) -> Finding:
+    """ACC020 in the YAML, for a deepspeed_config_file that is not there (not yet placed)."""
     folder = os.path.dirname(os.path.abspath(side.doc.path))
     looked = "" if side.how == "absolute" else f" (looked {side.how}: {os.getcwd()} and {folder})"
-    finding = Finding(
-        "ACC020", f"deepspeed_config_file `{side.written}` does not exist{looked}: every process fails in DeepSpeedPlugin with \"ValueError: Expected a string path to an "
-                  f"existing deepspeed config, or a dictionary, or a base64 encoded string. Received: "
-                  f"{side.written}\". The path is opened relative to the directory `accelerate launch` runs in",
+    return Finding(
+        CONFIG_FILE_MISSING, f"deepspeed_config_file `{side.written}` does not exist{looked}: every process fails in "
+                             "DeepSpeedPlugin with \"ValueError: Expected a string path to an existing deepspeed "
+                             "config, or a dictionary, or a base64 encoded string. Received: "
+                             f"{side.written}\". The path is opened relative to the directory `accelerate launch` "
+                             "runs in",
         "/deepspeed_config/deepspeed_config_file", fails_in=INITIALIZE)
-    return engine.place(side.doc, [finding])[0]
 
 
-def _lint_pair(real: str, json_path: str, users: list[Side], options: engine.Options) -> list[Finding]:
+def launched_world_sizes(sides: list[Side]) -> tuple[int, ...]:
+    """The world sizes the YAMLs naming one JSON launch, ascending."""
     from .accelerate.check import launched_world_size
-    sizes = sorted({size for side in users if (size := launched_world_size(side.replay))})
-    pair_options = options._replace(world_sizes=options.world_sizes or (tuple(sizes) or None), kind="deepspeed")
-    doc, unreadable = engine.read_document(json_path, pair_options)
-    if doc is None:
-        return unreadable
-    pair_options = pair_options._replace(target=options.target or _launched_program(doc))
-    findings = engine.lint_document(doc, pair_options)
-    loaded, ds_config = doc.reading("json")  # DeepSpeedPlugin reads the file with json.load
-    if loaded and isinstance(ds_config, dict):
-        for side in users:
-            findings.extend(pair_findings(side, doc, ds_config))
-    return findings
+    return tuple(sorted({size for side in sides if (size := launched_world_size(side.replay))}))
 
 
-def _launched_program(doc) -> str:
+def launched_target(doc) -> targets.Target:
     """Who reads the JSON under `accelerate launch`: the HF Trainer when the file leaves an "auto"
     that only the Trainer fills (optimizer betas/eps, ...), else the script's own prepare()."""
-    from .deepspeed.check import fill_targets
+    from .deepspeed.schema import fill_targets
     from .deepspeed.target import auto_pointers
     loaded, value = doc.reading("json")
-    if loaded and any(fill_targets(p) == {"hf-trainer"} for p in auto_pointers(value)):
-        return "hf-trainer"
-    return "accelerate"
+    if loaded and any(fill_targets(p) == {targets.HF_TRAINER.name} for p in auto_pointers(value)):
+        return targets.HF_TRAINER
+    return targets.ACCELERATE
 
 
 # -- what the two files must agree on --------------------------------------------------------
 
 
 class Disagreement(NamedTuple):
-    code: str
+    rule: object  # dsconfig.rules.Rule
     yaml_pointer: str
     yaml_text: str  # what the YAML says, e.g. "mixed_precision bf16"
     json_pointer: str
@@ -141,18 +110,19 @@ class Disagreement(NamedTuple):
     fails_in: str | None
 
 
-def pair_findings(side: Side, json_doc, ds_config: dict) -> list[Finding]:
-    """One Finding in each file per disagreement, each naming the other file's path:line:col."""
+def disagreements(side: Side, json_doc, ds_config: dict) -> list[tuple[object, Finding]]:
+    """(document, finding) twice per disagreement, once in each file, each naming the other file's
+    path:line:col. The findings are not placed yet."""
     findings = []
-    for issue in disagreements(side, ds_config):
+    for issue in _disagreements(side, ds_config):
         yaml_at = _where(side.doc, issue.yaml_pointer)
         json_at = _where(json_doc, issue.json_pointer)
         how = "" if side.how == "relative to the working directory" else f", found {side.how}"
-        yaml_finding = Finding(issue.code, f"{issue.yaml_text} disagrees with {json_at} ({issue.json_text}{how}): "
+        yaml_finding = Finding(issue.rule, f"{issue.yaml_text} disagrees with {json_at} ({issue.json_text}{how}): "
                                            f"{issue.consequence}", issue.yaml_pointer, fails_in=issue.fails_in)
-        json_finding = Finding(issue.code, f"{issue.json_text} disagrees with {yaml_at} ({issue.yaml_text}): "
+        json_finding = Finding(issue.rule, f"{issue.json_text} disagrees with {yaml_at} ({issue.yaml_text}): "
                                            f"{issue.consequence}", issue.json_pointer, fails_in=issue.fails_in)
-        findings.extend(engine.place(side.doc, [yaml_finding]) + engine.place(json_doc, [json_finding]))
+        findings += [(side.doc, yaml_finding), (json_doc, json_finding)]
     return findings
 
 
@@ -161,7 +131,7 @@ def _where(doc, pointer: str) -> str:
     return f"{doc.path}:{line}:{column}"
 
 
-def disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
+def _disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
     from .accelerate.launch import TRUE_WORDS
     issues = []
     section = side.config.get("deepspeed_config") or {}
@@ -173,7 +143,7 @@ def disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
         block = ds_config.get(other)
         if isinstance(block, dict) and str(block.get("enabled", "False")).lower() == "true":
             issues.append(Disagreement(
-                "ACC018", replay.where("mixed_precision"), f"mixed_precision {mode}", f"/{other}/enabled",
+                PAIR_MISMATCH, replay.where("mixed_precision"), f"mixed_precision {mode}", f"/{other}/enabled",
                 f"{other}.enabled true", f"DeepSpeedPlugin raises \"`--mixed_precision` arg cannot be set to `{mode}` "
                 f"when `{other}` is set in the DeepSpeed config file.\"; choose the precision in the JSON only",
                 INITIALIZE))
@@ -191,7 +161,7 @@ def disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
         mine, theirs = str(section[key]).lower(), str(node[json_key]).lower()
         if mine != theirs:
             issues.append(Disagreement(
-                "ACC018", f"/deepspeed_config/{key}", f"{key} {section[key]}", json_pointer,
+                PAIR_MISMATCH, f"/deepspeed_config/{key}", f"{key} {section[key]}", json_pointer,
                 f"{json_pointer.lstrip('/').replace('/', '.')} {node[json_key]}",
                 "the JSON's concrete value wins (DeepSpeedPlugin only fills \"auto\"), and the YAML key is refused "
                 "next to deepspeed_config_file anyway; keep the setting in the JSON only", None))
@@ -200,7 +170,7 @@ def disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
     if str(init).lower() in TRUE_WORDS and isinstance(stage, int) \
             and not isinstance(stage, bool) and stage != 3:
         issues.append(Disagreement(
-            "ACC015", "/deepspeed_config/zero3_init_flag", "zero3_init_flag true", "/zero_optimization/stage",
+            STAGE_IGNORED, "/deepspeed_config/zero3_init_flag", "zero3_init_flag true", "/zero_optimization/stage",
             f"zero_optimization.stage {stage}", "Accelerate warns \"DeepSpeed Zero3 Init flag is only applicable for "
             "ZeRO Stage 3. Setting it to False.\"", None))
     return issues
@@ -209,12 +179,3 @@ def disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
 def _child(node: dict, key: str):
     value = node.get(key)
     return value if isinstance(value, dict) else None
-
-
-def _in_file_order(findings: list[Finding], files: list[str]) -> list[Finding]:
-    """Files in the order given (a named JSON that was not given comes last), each file's findings sorted
-    and without repeats (two YAMLs naming one JSON agree on most of it)."""
-    by_file: dict[str, dict] = {path: {} for path in files}
-    for f in findings:
-        by_file.setdefault(f.file, {}).setdefault((f.line, f.column, f.code, f.message, f.world_size), f)
-    return [f for found in by_file.values() for f in sorted(found.values(), key=Finding.sort_key)]

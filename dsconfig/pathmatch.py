@@ -143,11 +143,6 @@ class PatternSet:
         return bool(self.match(rel, is_dir))
 
 
-def glob_matches(pattern: str, base: str, path: str) -> bool:
-    """One `files`/per-file-ignores glob against a path (gitignore rules, relative to `base`)."""
-    return PatternSet(base, [pattern]).matches(path)
-
-
 def read_gitignore(folder: str) -> PatternSet | None:
     try:
         with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:

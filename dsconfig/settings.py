@@ -37,6 +37,8 @@ import os
 import re
 from typing import NamedTuple
 
+from . import targets
+
 CONFIG_NAME = ".dsconfig.toml"
 PYPROJECT = "pyproject.toml"
 SEVERITY_NAMES = ("error", "warning", "info")
@@ -71,7 +73,7 @@ class Settings:
         self.path = path  # the configuration file, or None
         self.root = root or os.getcwd()  # the folder its globs are relative to
         self.text = ""  # its text (DS900 frames)
-        self.target: str | None = None
+        self.target: targets.Target | None = None
         self.world_sizes: tuple[int, ...] | None = None
         self.select: tuple[str, ...] | None = None
         self.ignore: tuple[str, ...] = ()
@@ -163,13 +165,12 @@ def _shown(path: str) -> str:
 
 
 def _did_you_mean(word: str, choices) -> str:
-    import difflib
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean `{match[0]}`?" if match else ""
+    from .values import closest
+    match = closest(word, choices, 0.6)
+    return f"; did you mean `{match}`?" if match else ""
 
 
 def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
-    from .engine import TARGETS
     from .suppress import UnknownSelector, check_selectors
 
     for key in table:
@@ -192,10 +193,10 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
 
     if "target" in table:
         target = table["target"]
-        if target not in TARGETS:
-            raise ConfigError(f"{where}: `target` must be one of {', '.join(TARGETS)}, not {target!r}"
-                              f"{_did_you_mean(str(target), TARGETS)}")
-        settings.target = target
+        if target not in targets.NAMES:
+            raise ConfigError(f"{where}: `target` must be one of {', '.join(targets.NAMES)}, not {target!r}"
+                              f"{_did_you_mean(str(target), targets.NAMES)}")
+        settings.target = targets.BY_NAME[target]
     if "world-sizes" in table:
         sizes = table["world-sizes"]
         if isinstance(sizes, int) and not isinstance(sizes, bool):

@@ -20,16 +20,15 @@ from __future__ import annotations
 
 from .findings import Finding
 from .rules import BY_NAME, RULES
+from .rules.files import UNUSED_SUPPRESSION
+from .values import closest
 
 
 class UnknownSelector(Exception):
     def __init__(self, selector: str):
-        import difflib
         self.selector = selector
         choices = list(RULES) + list(BY_NAME)
-        match = difflib.get_close_matches(selector, choices, n=1, cutoff=0.6) or \
-            difflib.get_close_matches(selector.upper(), choices, n=1, cutoff=0.6)
-        self.suggestion = match[0] if match else None
+        self.suggestion = closest(selector, choices, 0.6) or closest(selector.upper(), choices, 0.6)
         hint = f"; did you mean `{self.suggestion}`?" if self.suggestion else ""
         super().__init__(f"unknown rule selector `{selector}`{hint} (use a code such as DS202, a prefix such "
                          f"as DS2 or ACC, a rule name such as batch-mismatch, or ALL)")
@@ -138,7 +137,7 @@ class Suppressor:
 
     def unused(self) -> list[Finding]:
         """DS900 for every entry that covered a linted file, could have applied, and suppressed nothing."""
-        if "DS900" not in self.enabled or self.settings.path is None:
+        if UNUSED_SUPPRESSION.code not in self.enabled or self.settings.path is None:
             return []
         where = self.settings.display_path
         findings = []
@@ -146,16 +145,17 @@ class Suppressor:
             if id(entry) in self.used or id(entry) not in self.covered or not codes & self.enabled:
                 continue
             rules = ", ".join(entry.selectors)
-            findings.append(_at(Finding("DS900", f"per-file-ignores \"{entry.pattern}\" = [{rules}] suppressed nothing "
-                                                 "in the files linted; remove it"), where, entry.line, entry.column))
+            message = (f"per-file-ignores \"{entry.pattern}\" = [{rules}] suppressed nothing in the files linted; "
+                       "remove it")
+            findings.append(_at(Finding(UNUSED_SUPPRESSION, message), where, entry.line, entry.column))
         for entry, _, codes in self._suppress:
             if id(entry) in self.used or id(entry) not in self.covered or not codes & self.enabled:
                 continue
             rules = ", ".join(entry.rules)
             scope = f" at {entry.pointer}" if entry.pointer else ""
-            findings.append(_at(Finding("DS900", f"suppression of {rules}{scope} in \"{entry.files}\" suppressed "
-                                                 f"nothing (reason: {entry.reason}); remove it"),
-                                where, entry.line, entry.column))
+            message = (f"suppression of {rules}{scope} in \"{entry.files}\" suppressed nothing (reason: "
+                       f"{entry.reason}); remove it")
+            findings.append(_at(Finding(UNUSED_SUPPRESSION, message), where, entry.line, entry.column))
         return findings
 
 

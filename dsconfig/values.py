@@ -45,8 +45,25 @@ def describe(value) -> str:
     return ("an " if name[0] in "aeiou" else "a ") + name
 
 
-def closest(word, choices, cutoff: float = 0.7) -> str | None:
-    """The choice `word` most likely meant, or None."""
+def closest(word, choices, cutoff: float = 0.7, *, ignore_case: bool = False, unambiguous: bool = False):
+    """The choice `word` most likely meant, or None: dsconfig's one "did you mean".
+
+    By default difflib's closest match scoring at least `cutoff`. With `ignore_case` the word (stripped)
+    and the choices are compared lower-cased and the choice is returned as spelled; with `unambiguous`,
+    a tie for the best score means no guess (for fixes that write the guess into the file).
+    """
+    if unambiguous:
+        text = str(word).strip().lower() if ignore_case else str(word)
+        scored = sorted(((difflib.SequenceMatcher(None, text, c.lower() if ignore_case else c).ratio(), c)
+                         for c in choices), reverse=True)
+        if not scored:
+            return None
+        best, second = scored[0], scored[1] if len(scored) > 1 else (0.0, None)
+        return best[1] if best[0] >= cutoff and best[0] > second[0] else None
+    if ignore_case:
+        spelled = {str(c).lower(): c for c in choices}
+        match = difflib.get_close_matches(str(word).strip().lower(), list(spelled), n=1, cutoff=cutoff)
+        return spelled[match[0]] if match else None
     match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=cutoff)
     return match[0] if match else None
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from . import jsonscan
-from .findings import pointer_join
+from .document import Document, LoadError
+from .pointers import pointer_join
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -40,48 +40,67 @@ class Duplicate(NamedTuple):
     first_key_start: int
 
 
-class LoadError(NamedTuple):
-    message: str
-    offset: int
-
-
-class YamlDocument:
+class YamlDocument(Document):
     """One YAML input. `loaded` and `value` are what `yaml.safe_load` returns (or that it raises)."""
 
+    format = "yaml"
+
     def __init__(self, path: str, text: str, fast: bool = True):
-        self.path = path
-        self.text = text
-        self.kind = "unknown"
+        super().__init__(path, text)
         self.value = None
         self.loaded = False
         self.error: LoadError | None = None
-        self.duplicates: list[Duplicate] = []
-        self.yaml11_booleans: dict[str, str] = {}  # pointer -> the word (`no`, `Off`, ...) safe_load made a bool
-        self.spans: dict[str, Span] = {}
-        self._line_starts: list[int] | None = None
+        self._duplicates: list[Duplicate] = []
+        self._booleans: dict[str, str] = {}  # pointer -> the word (`no`, `Off`, ...) safe_load made a bool
+        self._spans: dict[str, Span] = {}
+        self._scalars: dict[int, tuple[int, str | None]] | None = None
         self._read(fast)  # fast=False: never libyaml (the agreement tests compare the two)
 
+    # -- the Document protocol -----------------------------------------------------------------
+
+    @property
+    def spans(self) -> dict:
+        return self._spans
+
     def reading(self, loader: str = "yaml") -> tuple[bool, object]:
-        """(loaded, value): the same signature as Document.reading; YAML has one loader."""
+        """(loaded, value): YAML has one loader, whatever `loader` asks for."""
         return self.loaded, self.value
 
-    def position(self, offset: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            self._line_starts = jsonscan.line_starts(self.text)
-        return jsonscan.position(self._line_starts, offset)
+    @property
+    def as_written(self):
+        return self.value
 
-    def locate(self, pointer: str, on_key: bool = False) -> tuple[int, int]:
-        """Line and column of the value (or key) at `pointer`; the nearest known ancestor otherwise."""
-        probe = pointer
-        while True:
-            span = self.spans.get(probe)
-            if span is not None:
-                if span.key_start is not None and (on_key or probe != pointer):
-                    return self.position(span.key_start)
-                return self.position(span.start)
-            if not probe:
-                return (1, 1)
-            probe = probe.rsplit("/", 1)[0]
+    @property
+    def load_error(self) -> LoadError | None:
+        return self.error
+
+    @property
+    def duplicates(self) -> list:
+        return self._duplicates
+
+    @property
+    def yaml11_booleans(self) -> dict[str, str]:
+        return self._booleans
+
+    def extent(self, pointer: str, on_key: bool = False) -> tuple[int, int] | None:
+        """A scalar value's (or key's) offsets; None for collections and block scalars."""
+        span = self._spans.get(pointer)
+        if span is None:
+            return None
+        start = span.key_start if on_key and span.key_start is not None else span.start
+        found = self.scalar_at(start)
+        return (start, found[0]) if found is not None else None
+
+    def scalar_at(self, offset: int | None) -> tuple[int, str | None] | None:
+        """(end offset, style) of the flow or plain scalar token starting at `offset` (`style` None: plain)."""
+        if offset is None:
+            return None
+        if self._scalars is None:
+            self._scalars = _scalar_tokens(self.text)
+        found = self._scalars.get(offset)
+        if found is None or found[1] in ("|", ">"):
+            return None
+        return found
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -100,8 +119,8 @@ class YamlDocument:
             self._reset()
 
     def _reset(self) -> None:
-        self.loaded, self.value, self.spans = False, None, {}
-        self.duplicates, self.yaml11_booleans = [], {}
+        self.loaded, self.value, self._spans = False, None, {}
+        self._duplicates, self._booleans = [], {}
 
     def _load(self, yaml, loader_class) -> None:
         loader = loader_class(self.text)
@@ -124,10 +143,10 @@ class YamlDocument:
         stack = [(root, "", None)]
         while stack:
             node, pointer, key_start = stack.pop()
-            self.spans[pointer] = Span(key_start, node.start_mark.index)
+            self._spans[pointer] = Span(key_start, node.start_mark.index)
             if isinstance(node, yaml.ScalarNode):  # node.style None: a plain (unquoted) scalar
                 if node.tag == _BOOL_TAG and not node.style and node.value not in _YAML12_BOOLEANS:
-                    self.yaml11_booleans[pointer] = node.value
+                    self._booleans[pointer] = node.value
                 continue
             if id(node) in seen:  # an alias of a collection already indexed
                 continue
@@ -146,7 +165,7 @@ class YamlDocument:
             for key_node, _ in own_pairs.get(id(node), ()):
                 key = _key(loader, key_node)
                 if key in first:
-                    self.duplicates.append(Duplicate(pointer_join(pointer, key), key_node.start_mark.index,
+                    self._duplicates.append(Duplicate(pointer_join(pointer, key), key_node.start_mark.index,
                                                      first[key]))
                 else:
                     first[key] = key_node.start_mark.index
@@ -181,6 +200,19 @@ def _libyaml_agrees(text: str) -> bool:
         return False
     deepest = max((len(match) for match in _INDENT.findall(text)), default=0)
     return deepest + text.count("- ") + text.count("[") + text.count("{") < 150
+
+
+def _scalar_tokens(text: str) -> dict[int, tuple[int, str | None]]:
+    """Scalar tokens by start offset: (end offset, style); empty when the text does not scan."""
+    import yaml
+    tokens = {}
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, yaml.ScalarToken):
+                tokens[token.start_mark.index] = (token.end_mark.index, token.style)
+    except yaml.YAMLError:
+        return {}
+    return tokens
 
 
 def _own_pairs(root) -> dict[int, list]:

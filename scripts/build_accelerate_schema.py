@@ -8,7 +8,7 @@ generated JSON. What is introspected:
   exactly what `load_config_from_file` accepts (any other key raises "had unknown keys");
 * the sub-dict keys: the options of `accelerate launch` (`launch_command_parser()`), group by
   group, because `_validate_launch_command` copies every sub-dict key onto the launch namespace
-  and only keys with an option of that name are ever read (research §1.3). `accelerate config`
+  and only keys with an option of that name are ever read (accelerate/commands/launch.py). `accelerate config`
   itself writes some keys nothing reads (fp8_config `amax_history_length`, ...), so its
   questionnaire is not a source;
 * the prefix rules of `_validate_launch_command` (fsdp_config keys get `fsdp_`, ...);

@@ -32,7 +32,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "schemas" / "deepspeed.schema.json"
 LENIENT = ROOT / "schemas" / "src" / "lenient.json"
 
-# What the HF Trainer and Accelerate put in place of "auto" (research: accelerate-hf.md §1.6, §3.2).
+# What the HF Trainer and Accelerate put in place of "auto" (transformers/integrations/deepspeed.py
+# HfTrainerDeepSpeedConfig.trainer_config_process / trainer_config_finalize, accelerate/utils/dataclasses.py
+# DeepSpeedPlugin.deepspeed_config_process).
 # The Trainer builds an Accelerate DeepSpeedPlugin, so the plugin's fills apply to it as well.
 # HF only looks at the stage3_-prefixed spellings, never at the bare aliases.
 _PLUGIN = "Accelerate's DeepSpeedPlugin"

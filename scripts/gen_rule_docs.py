@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate docs/rules.md from the rule registry (dsconfig/rules.py) and the rule docs (dsconfig/ruledocs.py).
+"""Generate docs/rules.md from the rule declarations (dsconfig/rules/).
 
     python scripts/gen_rule_docs.py           # (re)write docs/rules.md
     python scripts/gen_rule_docs.py --check   # exit 1 if the committed file is stale
@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
 
 
 def render() -> str:
-    from dsconfig.ruledocs import markdown
+    from dsconfig.report.rule_docs import markdown
     from dsconfig.rules import RULES
     return markdown(RULES.values())
 

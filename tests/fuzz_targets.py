@@ -12,6 +12,7 @@ import os
 import random
 
 from dsconfig import engine, fix, jsonscan, report
+from dsconfig import targets as target_values
 from dsconfig.rules import RULES
 from dsconfig.yamldoc import YamlDocument
 
@@ -24,9 +25,8 @@ TARGETS = (None, "deepspeed", "hf-trainer", "accelerate", "lightning")
 
 def seeds() -> list[tuple[str, bytes]]:
     """Real configs to mutate: every rule example, and the research corpus when it is present."""
-    from dsconfig import ruledocs
     found: list[tuple[str, bytes]] = []
-    for doc in ruledocs.DOCS.values():
+    for doc in RULES.values():
         for example in (doc.failing, doc.passing):
             for name, text in example.files:
                 found.append((os.path.basename(name), text.encode("utf-8")))
@@ -95,13 +95,13 @@ def check_scanners(data: bytes) -> None:
 def check_lint(name: str, data: bytes, target: str | None = None, world_sizes=None, with_fix: bool = True) -> list:
     """Lint `data` as the file `name`; assert the findings are well-formed and render everywhere."""
     path = os.path.join(FOLDER, name)
-    documents: dict = {}
-    options = engine.Options(target=target, world_sizes=world_sizes, sources={os.path.realpath(path): data},
-                             documents=documents)
-    findings = engine.lint_files([path], options)
+    options = engine.Options(target=target_values.BY_NAME[target] if target else None, world_sizes=world_sizes,
+                             sources={os.path.realpath(path): data})
+    findings, documents = engine.lint_files([path], options)
     texts = {doc_path: doc.text for doc_path, doc in documents.items()}
     for finding in findings:
-        assert finding.code in RULES, finding
+        assert RULES[finding.code] is finding.rule, finding
+        assert finding.fails_in in finding.rule.fails_in, (finding, finding.rule.fails_in)  # the docs tell the truth
         assert finding.file is not None and finding.line >= 1 and finding.column >= 1, finding
         assert finding.severity in ("error", "warning", "info"), finding
         assert "\n" not in finding.message, finding  # one finding, one line
@@ -114,10 +114,8 @@ def check_lint(name: str, data: bytes, target: str | None = None, world_sizes=No
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return findings
-        result = fix.run([path], options._replace(documents=None), keep=lambda finding: True, unsafe=True,
-                         stdin={path: text})
+        result = fix.run([path], options, keep=lambda finding: True, unsafe=True, stdin={path: text})
         for outcome in result.files.values():
             # the fixed text lints again without raising
-            engine.lint_files([path], options._replace(sources={os.path.realpath(path): outcome.text},
-                                                       documents=None))
+            engine.lint_files([path], options._replace(sources={os.path.realpath(path): outcome.text}))
     return findings

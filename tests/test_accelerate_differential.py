@@ -17,11 +17,12 @@ import os
 from typing import NamedTuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from dsconfig import engine
-from dsconfig.findings import LAUNCH, LOAD
+from dsconfig.phases import LAUNCH, LOAD
 from tests.conftest import corpus_files, quiet_and_restored
+from tests.helpers import lint_text
 
 pytest.importorskip("accelerate")
 pytest.importorskip("yaml")
@@ -101,7 +102,7 @@ def _launch_until_processes_start(path: str) -> None:
 
 
 def dsconfig_phases(path: str, text: str) -> tuple[set, list]:
-    findings = engine.lint_text(text, path, engine.Options())
+    findings = lint_text(text, path)
     errors = [f for f in findings if f.severity == "error"]
     return {f.fails_in for f in errors}, findings
 

@@ -11,10 +11,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from dsconfig import engine
-from dsconfig.findings import INITIALIZE, LAUNCH, LOAD
+from dsconfig.phases import INITIALIZE, LAUNCH, LOAD
+from tests import helpers
 
 yaml = pytest.importorskip("yaml")
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def lint(tmp_path, text, name="accelerate_config.yaml", **options):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    return engine.lint_file(str(path), engine.Options(**options))
+    return helpers.lint(path, **options)
 
 
 def only(findings, code):
@@ -261,7 +262,7 @@ def test_any_text_reads_like_safe_load_and_never_raises(text):
         assert not doc.loaded
     else:
         assert doc.loaded and doc.value == expected
-    findings = engine.lint_text(text, "accelerate_config.yaml", engine.Options())
+    findings = helpers.lint_text(text, "accelerate_config.yaml")
     assert all(f.line >= 1 and f.column >= 1 for f in findings)
 
 
@@ -283,7 +284,7 @@ def write_pair(folder: Path, yaml_text=PAIR_YAML, ds=None) -> tuple[Path, Path]:
 
 def test_folder_pairing_lints_the_json_once_in_context(tmp_path):
     yaml_path, json_path = write_pair(tmp_path / "configs")
-    findings = engine.lint_paths([str(tmp_path)], engine.Options())
+    findings = helpers.lint_folder(tmp_path)
     on_json = [f for f in findings if f.file == str(json_path)]
     # 13 processes on 2 machines: 6 per machine, world size 12 (ACC008 on the YAML says so).
     assert only(findings, "ACC008")[0].world_size == 12
@@ -298,7 +299,7 @@ def test_folder_pairing_lints_the_json_once_in_context(tmp_path):
 
 def test_explicit_options_win(tmp_path):
     yaml_path, json_path = write_pair(tmp_path)
-    findings = engine.lint_file(str(yaml_path), engine.Options(target="hf-trainer", world_sizes=(32,)))
+    findings = helpers.lint(yaml_path, target="hf-trainer", world_sizes=(32,))
     on_json = [f for f in findings if f.file == str(json_path)]
     assert {f.world_size for f in on_json if f.code == "DS202"} == {32}
     assert not any("Accelerate's prepare()" in f.message for f in on_json)
@@ -308,7 +309,7 @@ def test_pair_findings_in_both_files(tmp_path):
     yaml_text = PAIR_YAML.replace("  zero3_init_flag: true\n", "  zero3_init_flag: true\n  zero_stage: 2\n") \
         + "mixed_precision: bf16\n"
     yaml_path, json_path = write_pair(tmp_path, yaml_text)
-    findings = engine.lint_file(str(yaml_path), engine.Options())
+    findings = helpers.lint(yaml_path)
     pair = [f for f in findings if f.code == "ACC018"]
     precision = [f for f in pair if "mixed_precision" in f.message and "fp16.enabled" in f.message]
     assert {f.file for f in precision} == {str(yaml_path), str(json_path)}
@@ -329,10 +330,10 @@ def test_path_resolution_prefers_the_working_directory(tmp_path, monkeypatch):
     (launch_dir / "ds_config.json").write_text(json.dumps({"zero_optimization": {"stage": 3}, "bf16": {"enabled": True},
                                                            "train_micro_batch_size_per_gpu": 1}))
     monkeypatch.chdir(launch_dir)
-    findings = engine.lint_file(str(yaml_path), engine.Options())
+    findings = helpers.lint(yaml_path)
     assert {f.file for f in findings} - {str(yaml_path)} == {"ds_config.json"}
     monkeypatch.chdir(tmp_path)
-    relative = engine.lint_file(str(yaml_path), engine.Options(world_sizes=(8,)))
+    relative = helpers.lint(yaml_path, world_sizes=(8,))
     assert str(json_path) in {f.file for f in relative}
     note = only([f for f in relative if f.file == str(yaml_path)], "ACC015")[0]
     assert "found relative to the YAML's folder" in note.message
@@ -395,7 +396,7 @@ def build_plugin(yaml_path: Path, cwd: Path):
 def test_acc004_against_deepspeed_plugin(tmp_path, extra, message):
     # An indented line lands under deepspeed_config, the other at the top level.
     yaml_path, _ = write_pair(tmp_path, DS + "deepspeed_config:\n  deepspeed_config_file: ds_config.json\n" + extra)
-    finding = only(engine.lint_file(str(yaml_path), engine.Options()), "ACC004")[0]
+    finding = only(helpers.lint(yaml_path), "ACC004")[0]
     _, error, _ = build_plugin(yaml_path, tmp_path)
     assert error and message in error and finding.fails_in == INITIALIZE
     assert error.split(": ", 1)[1].split(".")[0] in finding.message  # the same words, quoted
@@ -404,7 +405,7 @@ def test_acc004_against_deepspeed_plugin(tmp_path, extra, message):
 def test_acc018_precision_against_deepspeed_plugin(tmp_path):
     yaml_path, _ = write_pair(tmp_path, PAIR_YAML.replace("num_machines: 2", "num_machines: 1")
                               + "mixed_precision: bf16\n")
-    finding = next(f for f in engine.lint_file(str(yaml_path), engine.Options())
+    finding = next(f for f in helpers.lint(yaml_path)
                    if f.code == "ACC018" and f.file == str(yaml_path))
     # With mixed_precision in the YAML the plugin stops at ACC004 first; passed on the command line, the
     # precision conflict itself surfaces:
@@ -420,7 +421,7 @@ def test_acc018_precision_against_deepspeed_plugin(tmp_path):
 def test_acc015_zero3_init_against_deepspeed_plugin(tmp_path):
     yaml_path, _ = write_pair(tmp_path, PAIR_YAML.replace("num_machines: 2", "num_machines: 1"),
                               ds=dict(PAIR_JSON, zero_optimization={"stage": 2}))
-    finding = only(engine.lint_file(str(yaml_path), engine.Options()), "ACC015")[0]
+    finding = only(helpers.lint(yaml_path), "ACC015")[0]
     plugin, error, caught = build_plugin(yaml_path, tmp_path)
     assert error is None and plugin.zero3_init_flag is False
     assert caught and caught[0] in finding.message
@@ -435,7 +436,7 @@ def test_acc015_zero3_init_against_deepspeed_plugin(tmp_path):
 def test_acc019_against_deepspeed_plugin(tmp_path, section, expected):
     yaml_path = tmp_path / "accelerate_config.yaml"
     yaml_path.write_text(DS + "deepspeed_config:\n" + section)
-    finding = only(engine.lint_file(str(yaml_path), engine.Options()), "ACC019")[0]
+    finding = only(helpers.lint(yaml_path), "ACC019")[0]
     assert finding.fails_in == INITIALIZE
     plugin, error, _ = build_plugin(yaml_path, tmp_path)
     if expected is not None:
@@ -450,7 +451,7 @@ def test_acc014_nvme_path_never_reaches_deepspeed(tmp_path):
     yaml_path = tmp_path / "accelerate_config.yaml"
     yaml_path.write_text(DS + "deepspeed_config:\n  zero_stage: 3\n  offload_param_device: nvme\n"
                               "  offload_param_nvme_path: /local_nvme\n")
-    assert has(engine.lint_file(str(yaml_path), engine.Options()), "ACC014")
+    assert has(helpers.lint(yaml_path), "ACC014")
     plugin, error, _ = build_plugin(yaml_path, tmp_path)
     assert plugin.deepspeed_config["zero_optimization"]["offload_param"]["nvme_path"] == "none"
 
@@ -461,7 +462,7 @@ def test_acc017_against_the_trainer(tmp_path):
     from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
     yaml_path = tmp_path / "accelerate_config.yaml"
     yaml_path.write_text(DS + "deepspeed_config:\n  zero_stage: 2\n  gradient_accumulation_steps: 1\n")
-    assert has(engine.lint_file(str(yaml_path), engine.Options(target="hf-trainer")), "ACC017")
+    assert has(helpers.lint(yaml_path, target="hf-trainer"), "ACC017")
     plugin, error, _ = build_plugin(yaml_path, tmp_path)
     config = HfTrainerDeepSpeedConfig(plugin.deepspeed_config)
     arguments = TrainingArguments(output_dir=str(tmp_path / "out"), gradient_accumulation_steps=8,
@@ -505,7 +506,8 @@ def test_json_lint_never_imports_yaml(tmp_path):
     (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 3}}')
     (tmp_path / "accelerate.json").write_text('{"distributed_type": "MULTI_GPU", "num_processes": 2}')
     probe = ("import sys\nfrom dsconfig import engine\n"
-             f"engine.lint_paths([{str(tmp_path)!r}], engine.Options())\nprint('yaml' in sys.modules)\n")
+             f"engine.lint_files(engine.collect([{str(tmp_path)!r}]), engine.Options())\n"
+             "print('yaml' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert result.stdout.strip() == "False", result.stderr
 
@@ -514,7 +516,7 @@ def test_accelerate_json_config_is_linted(tmp_path):
     """Accelerate reads .json configs with json.load; the same rules apply."""
     path = tmp_path / "accelerate.json"
     path.write_text('{"distributed_type": "MULTI_GPU", "num_processes": 2, "mixed_precision": "bfloat16"}')
-    assert only(engine.lint_file(str(path), engine.Options()), "ACC006")[0].fails_in == LAUNCH
+    assert only(helpers.lint(path), "ACC006")[0].fails_in == LAUNCH
 
 
 def test_classification_of_yaml_files():

@@ -54,7 +54,7 @@ def test_resolve_matches_deepspeed(tbs, mbs, gas, world, sp):
     (10.0, 2.5, None, 4, None),
 ])
 def test_worked_examples(tbs, mbs, gas, world, message):
-    """The research's worked examples (deepspeed.md §2.3)."""
+    """Worked examples of DeepSpeedConfig._batch_assertion and _set_batch_related_parameters."""
     outcome = batch.resolve(tbs, mbs, gas, world)
     assert outcome.ok == (message is None)
     if message:

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsconfig import engine
 from tests.conftest import corpus_files
+from tests.helpers import lint
 
 oracle = pytest.importorskip("tests.oracle")
 
@@ -24,8 +24,7 @@ WORLD_SIZES = (1, 2, 4, 8)
 
 
 def dsconfig_rejects(path: str, world_size: int):
-    options = engine.Options(target="deepspeed", world_sizes=(world_size,), kind="deepspeed")
-    findings = engine.lint_file(path, options)
+    findings = lint(path, target="deepspeed", world_sizes=(world_size,), kind="deepspeed")
     fatal = [f for f in findings if f.severity == "error" and f.fails_in in ("load", "parse")]
     return bool(fatal), fatal
 

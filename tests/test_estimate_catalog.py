@@ -105,7 +105,8 @@ def test_gpu_catalog():
     assert gpus.lookup("V100-32GB").bf16 is False and gpus.lookup("RTX4090").bf16 is True
     assert gpus.lookup("H20-96GB").memory_mib == 97871
     assert gpus.lookup("nonsense") is None
-    assert gpus.parse_size("80GB") == 80 * 10 ** 9
-    assert gpus.parse_size("80GiB") == gpus.parse_size("80G") == gpus.parse_size("80") == 80 * 2 ** 30
+    assert gpus.parse_memory_size("80GB") == 80 * 10 ** 9
+    for spelled in ("80GiB", "80G", "80"):
+        assert gpus.parse_memory_size(spelled) == 80 * 2 ** 30
     with pytest.raises(ValueError):
-        gpus.parse_size("lots")
+        gpus.parse_memory_size("lots")

@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsconfig import engine, fix
 from dsconfig.cli import cli
-from dsconfig.document import Document
-from dsconfig.findings import Finding, pointer_tokens
+from dsconfig.document import JsonDocument
+from dsconfig.findings import Finding
+from dsconfig.pointers import pointer_tokens
 from dsconfig.rules import RULES
+from dsconfig.rules.rule import SAFE, UNSAFE
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ROOT / "tests" / "fixtures" / "formats"
@@ -38,23 +41,27 @@ def write(tmp_path, name, text):
 # -- the safety table ----------------------------------------------------------------------------------
 
 
-def test_every_policy_names_a_registered_rule_and_says_why():
-    assert set(fix.POLICIES) <= set(RULES)
-    for code, policy in fix.POLICIES.items():
-        assert policy.applicability in (fix.SAFE, fix.UNSAFE) and policy.why.endswith("."), code
-    assert fix.fix_safety("DS201") == "safe" and fix.fix_safety("DS202") == "unsafe"
-    assert fix.fix_safety("DS410") == "unsafe"  # quoted booleans: DeepSpeed reads "false" as true
-    assert fix.fix_safety("DS400") == "none"
+def test_every_policy_says_why():
+    for code, rule in RULES.items():
+        policy = rule.autofix
+        if policy is None:
+            continue
+        assert policy.applicability in (SAFE, UNSAFE) and policy.why.endswith("."), code
+        assert (policy.unless is None) == (policy.demoted_when is None), code
+        assert policy.demoted_when is None or policy.applicability == SAFE, code
+    assert RULES["DS201"].fix_safety == "safe" and RULES["DS202"].fix_safety == "unsafe"
+    assert RULES["DS410"].fix_safety == "unsafe"  # quoted booleans: DeepSpeed reads "false" as true
+    assert RULES["DS400"].fix_safety == "none"
 
 
 def test_safe_set():
-    safe = {code for code, policy in fix.POLICIES.items() if policy.applicability == fix.SAFE}
+    safe = {code for code, rule in RULES.items() if rule.fix_safety == SAFE}
     assert safe == {"DS006", "DS103", "DS104", "DS106", "DS201", "DS300", "DS401", "ACC005", "ACC016"}
 
 
 def _plan(text, code, pointer, replacement, on_key=False, name="ds_config.json"):
     doc = engine.open_document(text, name, engine.Options())
-    return fix.plan(Finding(code, "m", pointer, fix=replacement, on_key=on_key), doc)
+    return fix.plan(Finding(RULES[code], "m", pointer, fix=replacement, on_key=on_key), doc)
 
 
 def test_plans_for_json_values_keys_and_insertions():
@@ -118,7 +125,7 @@ def test_yaml_edits_keep_plain_scalars_plain_and_quote_yaml11_words():
 
 def test_edits_map_onto_crlf_text():
     raw = '{\r\n  "a": 8.0,\r\n  "b": 1\r\n}\r\n'
-    doc = Document("x.json", engine.decode(raw.encode()))
+    doc = JsonDocument("x.json", engine.decode(raw.encode()))
     span = doc.scan.spans["/b"]
     out = fix.apply_edits(raw, [fix.Edit(span.start, span.end, "2"), fix.Edit(span.end, span.end, ',\n  "c": 3')])
     assert out == '{\r\n  "a": 8.0,\r\n  "b": 2,\r\n  "c": 3\r\n}\r\n'

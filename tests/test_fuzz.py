@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import random
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.fuzz_targets import NAMES, TARGETS, check_lint, check_scanners, mutate, seeds
 
@@ -50,8 +51,8 @@ def test_lint_never_raises_on_mutated_configs(seed, index, steps, target, sizes,
 
 
 def test_seeds_include_every_rule_example():
-    from dsconfig import ruledocs
-    assert len(SEEDS) >= 2 * len(ruledocs.DOCS)
+    from dsconfig.rules import RULES
+    assert len(SEEDS) >= 2 * len(RULES)
 
 
 def test_mutations_change_the_input():

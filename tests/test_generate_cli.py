@@ -12,9 +12,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dsconfig import engine
 from dsconfig.generate import render, show
 from dsconfig.generate.command import generate
+from tests.helpers import lint as lint_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,8 +106,8 @@ def test_multi_node_files_and_launch_commands(tmp_path):
     old = os.getcwd()
     os.chdir(tmp_path)
     try:
-        findings = engine.lint_files(["run1/accelerate_config.yaml", "run1/ds_config.json"],
-                                     engine.Options(target="hf-trainer", gpus=8, nodes=2, world_sizes=(16,)))
+        findings = lint_paths("run1/accelerate_config.yaml", "run1/ds_config.json", target="hf-trainer", gpus=8,
+                              nodes=2, world_sizes=(16,))
     finally:
         os.chdir(old)
     assert [f.code for f in findings if f.severity != "info"] == []

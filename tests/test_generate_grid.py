@@ -39,19 +39,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from dsconfig import engine
+from dsconfig import targets
 from dsconfig.estimate import Hardware, TrainingSetup, catalog, estimate, shapes
 from dsconfig.estimate import gpus as gpu_catalog
 from dsconfig.estimate.deepspeed_config import from_dict
 from dsconfig.generate import planner, render
 from tests.conftest import quiet_and_restored
+from tests.helpers import lint
 
 GPUS = (1, 2, 4, 8, 16)
 NODES = (1, 2)
 MEMORY_GB = (16, 24, 40, 80, 96, 141)
 MODELS = ("gpt2", "gpt2-medium", "qwen2.5-0.5b", "llama-3.2-1b", "phi-3-mini", "llama-3.1-8b", "llama-2-13b",
           "qwen2.5-32b", "mixtral-8x7b", "llama-3.1-70b")
-TARGETS = planner.TARGETS
+TARGETS = targets.NAMES
 GLOBAL_BATCH = 256
 GB = 10 ** 9
 
@@ -159,7 +160,7 @@ def test_plan_does_not_depend_on_target():
     """The target changes how the file is written, never the sizing."""
     for point in POINTS:
         first = grid_plan(*point, "hf-trainer")
-        for target in TARGETS[1:]:
+        for target in TARGETS:
             other = grid_plan(*point, target)
             assert (other.shape, other.checkpointing, other.micro_batch, other.accumulation) == \
                 (first.shape, first.checkpointing, first.micro_batch, first.accumulation)
@@ -197,10 +198,8 @@ def lint_findings(folder: Path, plan: planner.Plan):
     """`dsconfig lint` on the generated files, paired, with the target, world size and TrainingArguments."""
     r = plan.request
     args = render.trainer_arguments(plan) if r.target == "hf-trainer" else None
-    options = engine.Options(target=r.target, world_sizes=(r.world_size,), gpus=r.gpus, nodes=r.nodes,
-                             training_args=args)
-    paths = [str(folder / name) for name in (render.ACCELERATE_CONFIG, render.DS_CONFIG) if (folder / name).exists()]
-    return engine.lint_files(paths, options)
+    paths = [folder / name for name in (render.ACCELERATE_CONFIG, render.DS_CONFIG) if (folder / name).exists()]
+    return lint(*paths, target=r.target, world_sizes=(r.world_size,), gpus=r.gpus, nodes=r.nodes, training_args=args)
 
 
 # Infos that may remain on generated files: DS205 (micro batch 1: a BatchNorm model would fail; the plan

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dsconfig.deepspeed.check import fill_targets
+from dsconfig import targets
+from dsconfig.deepspeed.schema import fill_targets
 from dsconfig.estimate import Hardware, TrainingSetup, catalog, estimate, shapes
 from dsconfig.estimate.deepspeed_config import from_dict
 from dsconfig.generate import planner, render, templates
@@ -38,7 +39,7 @@ def base_plan(target="hf-trainer", **changes) -> planner.Plan:
 
 def every_shape_and_target():
     for shape in planner.LADDER:
-        for target in planner.TARGETS:
+        for target in targets.NAMES:
             yield base_plan(target, template=shape.name)
 
 
@@ -244,7 +245,7 @@ def test_hostfile_parses_with_deepspeeds_own_parser():
     assert dict(pool) == {"node-1": 4, "node-2": 4, "node-3": 4}
 
 
-@pytest.mark.parametrize("target", planner.TARGETS)
+@pytest.mark.parametrize("target", targets.NAMES)
 def test_slurm_script_is_valid_bash(target, tmp_path):
     plan = base_plan(target, nodes=2)
     text = render.slurm_text(plan)

@@ -29,8 +29,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from dsconfig import targets
 from dsconfig.deepspeed import initialize as init
-from dsconfig.findings import INITIALIZE
+from dsconfig.phases import INITIALIZE
 from dsconfig.rules import RULES
 
 deepspeed = pytest.importorskip("deepspeed")
@@ -46,12 +47,6 @@ from deepspeed.runtime.zero.config import get_zero_config  # noqa: E402
 ENGINE_EXAMPLES = int(os.environ.get("DSCONFIG_ENGINE_EXAMPLES", "120"))
 CTOR_EXAMPLES = int(os.environ.get("DSCONFIG_CTOR_EXAMPLES", "400"))
 AGREEMENT: dict[str, list[int]] = {}  # oracle -> [examples, real failures, agreeing]
-
-
-@pytest.fixture(autouse=True)
-def strict_checks(monkeypatch):
-    """A bug in a check must fail the test, not disappear behind check_initialize's guard."""
-    monkeypatch.setattr(init, "_SAFE", False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,7 +81,7 @@ def resolved_for(config: dict) -> dict:
 
 
 def findings(config: dict, target: str = "deepspeed"):
-    return init.check_initialize(config, resolved_for(config), target)
+    return init.check_initialize(config, resolved_for(config), targets.BY_NAME[target])
 
 
 def codes(config: dict, target: str = "deepspeed", *, failing: bool | None = None) -> set[str]:
@@ -372,6 +367,13 @@ CASES = [
     ("DS308", ({Z: {"stage": 2, "cpu_offload": True}}, "hf-trainer"),
      ({Z: {"stage": 2}}, "hf-trainer")),
     ("DS509", ({Z: {"stage": 2}}, "hf-trainer"), ({Z: {"stage": 2}, "gradient_clipping": 1.0}, "hf-trainer")),
+    ("DS510", ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, "pipeline": {"pipe_partitioned": True}},
+               "deepspeed"),
+     ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}}, "deepspeed")),
+    ("DS510", ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, Z: {"stage": 1},
+                "data_types": {"grad_accum_dtype": "fp32"}, "pipeline": {"pipe_partitioned": True}}, "deepspeed"),
+     ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, Z: {"stage": 1}, "pipeline": {"pipe_partitioned": True}},
+      "deepspeed")),
     ("DS509", ({Z: {"stage": 2}}, "deepspeed"), ({Z: {"stage": 2}}, "lightning")),
 ]
 
@@ -383,16 +385,14 @@ def test_rule_examples(code, bad, good):
 
 
 def test_fails_in_matches_the_rule():
-    """Errors that DeepSpeed raises carry fails_in="initialize"; silent traps carry none."""
-    raising = {"DS303", "DS305", "DS306", "DS307", "DS309", "DS310", "DS311", "DS404", "DS408", "DS409",
-               "DS500", "DS501", "DS502", "DS503", "DS504", "DS505", "DS506", "DS600", "DS604", "DS606"}
-    silent = {"DS102", "DS301", "DS304", "DS507", "DS509"}
+    """Each finding's phase is one its rule declares: a rule that only raises carries "initialize", a
+    silent trap carries none."""
+    seen = set()
     for _, bad, _good in CASES:
         for f in findings(*bad):
-            if f.code in raising:
-                assert f.fails_in == INITIALIZE, f
-            elif f.code in silent:
-                assert f.fails_in is None, f
+            assert f.fails_in in f.rule.fails_in, (f, f.rule.fails_in)
+            seen.add(f.rule.fails_in)
+    assert (INITIALIZE,) in seen and (None,) in seen
 
 
 def test_fixes_are_json_and_pointers_exist():
@@ -449,7 +449,7 @@ top_keys = st.sampled_from(["optimizer", "scheduler", "zero_optimization", "fp16
        target=st.sampled_from(["deepspeed", "hf-trainer", "accelerate", "lightning"]))
 def test_never_raises(config, target):
     for resolved in (resolved_for(config), {}, {"zero_optimization": {"stage": "x", "offload_optimizer": 3}}):
-        for f in init.check_initialize(config, resolved, target):
+        for f in init.check_initialize(config, resolved, targets.BY_NAME[target]):
             assert f.code in RULES
 
 
@@ -612,6 +612,7 @@ ERROR_RULES = [
     ("untested ZeRO Optimizer", {"DS502"}),
     ("requires dynamic loss scaling", {"DS503"}),
     ("Muon and reduce scatter", {"DS504"}),
+    ("BF16 Muon currently requires", {"DS510"}),
     ("does not recognize LR scheduler", {"DS505"}),
     ("is not an Optimizer", {"DS505"}),
     ("nvme_path", {"DS303"}),

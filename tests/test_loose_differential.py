@@ -26,8 +26,6 @@ import pytest
 
 deepspeed = pytest.importorskip("deepspeed")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-
 import deepspeed.comm as dist  # noqa: E402
 import deepspeed.runtime.swap_tensor.aio_config as aio_config  # noqa: E402
 from deepspeed.comm.config import CommsLoggerConfig, DeepSpeedCommsConfig  # noqa: E402
@@ -40,10 +38,14 @@ from deepspeed.runtime.precision_config import get_bfloat16_config, get_float16_
 from deepspeed.runtime.tensor_parallel import get_tensor_parallel_config  # noqa: E402
 from deepspeed.runtime.zero.config import get_zero_config  # noqa: E402
 from deepspeed.utils.config import get_timers_config  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from dsconfig.deepspeed.loose import check_loose  # noqa: E402
 from dsconfig.deepspeed.models import check_sections  # noqa: E402
-from dsconfig.findings import PARSE, one_line, pointer_tokens  # noqa: E402
+from dsconfig.findings import one_line  # noqa: E402
+from dsconfig.phases import PARSE  # noqa: E402
+from dsconfig.pointers import pointer_tokens  # noqa: E402
 from dsconfig.rules import RULES  # noqa: E402
 
 BATCH = {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 8}

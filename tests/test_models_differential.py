@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from dsconfig.deepspeed import models, schema  # noqa: E402
-from dsconfig.findings import PARSE  # noqa: E402
+from dsconfig.phases import PARSE  # noqa: E402
 
 logging.disable(logging.WARNING)
 

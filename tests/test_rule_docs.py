@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dsconfig import engine, ruledocs, settings, suppress
+from dsconfig import engine, settings, suppress
+from dsconfig.commands.rules import example_output, lint_arguments
 from dsconfig.commands.rules import rule as rule_command
 from dsconfig.commands.rules import rules as rules_command
-from dsconfig.findings import PHASES
-from dsconfig.rules import AREAS, DOCS_URL, RULES
+from dsconfig.phases import PHASES
+from dsconfig.report.rule_docs import markdown
+from dsconfig.rules import AREAS, DOCS_URL, MODULES, RULES
+from dsconfig.rules.rule import Example
+from tests.helpers import options
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,32 +35,33 @@ def _cases(pending: dict, strict: bool):
             else code for code in RULES]
 
 
-def _write(folder: Path, example: ruledocs.Example) -> None:
+def _write(folder: Path, example: Example) -> None:
     for name, text in example.shown_files():
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
 
-def _lint(folder: Path, example: ruledocs.Example, monkeypatch) -> list:
+def _lint(folder: Path, example: Example, monkeypatch) -> list:
     """What `dsconfig lint` reports for the example: findings, then its configuration applied."""
     _write(folder, example)
     monkeypatch.chdir(folder)
     files = list(example.lint)
     config = folder / "pyproject.toml"
     found = settings.resolve(str(config)) if config.exists() else settings.resolve(no_config=True)
-    return suppress.apply(engine.lint_files(files, example.engine_options()), files, found)
+    return suppress.apply(engine.lint_files(files, options(**example.options)).findings, files, found)
 
 
 # -- completeness ------------------------------------------------------------------------------
 
-def test_every_rule_is_documented():
-    assert sorted(ruledocs.DOCS) == sorted(RULES)
+def test_the_registry_lists_every_module_rule_once():
+    declared = [rule.code for module in MODULES for rule in module.RULES]
+    assert sorted(declared) == sorted(RULES) and len(declared) == len(set(declared))
 
 
 @pytest.mark.parametrize("code", list(RULES))
 def test_docs_are_complete(code):
-    rule, doc = RULES[code], RULES[code].docs
+    rule = doc = RULES[code]
     for field in ("what", "why", "fix"):
         text = getattr(doc, field)
         assert text and text[-1] in ".`\"", f"{code}.{field} must be a sentence: {text!r}"
@@ -81,7 +86,7 @@ def test_docs_are_complete(code):
 
 def test_examples_name_the_files_they_use():
     """An Accelerate example naming a ds_config.json ships it (except ACC020, which is about a missing one)."""
-    for code, doc in ruledocs.DOCS.items():
+    for code, doc in RULES.items():
         for example in (doc.failing, doc.passing):
             texts = dict(example.files)
             for text in texts.values():
@@ -94,7 +99,7 @@ def test_examples_name_the_files_they_use():
 
 @pytest.mark.parametrize("code", _cases(NOT_REPORTED_YET, strict=False))
 def test_failing_example_reports_the_rule(code, tmp_path, monkeypatch):
-    doc = RULES[code].docs
+    doc = RULES[code]
     found = [f for f in _lint(tmp_path, doc.failing, monkeypatch) if f.code == code]
     assert found, f"{code}'s failing example is not reported"
     assert {f.fails_in for f in found} <= set(doc.fails_in), (found, doc.fails_in)
@@ -102,11 +107,11 @@ def test_failing_example_reports_the_rule(code, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("code", _cases(FALSE_POSITIVE, strict=True))
 def test_passing_example_does_not_report_the_rule(code, tmp_path, monkeypatch):
-    found = [f for f in _lint(tmp_path, RULES[code].docs.passing, monkeypatch) if f.code == code]
+    found = [f for f in _lint(tmp_path, RULES[code].passing, monkeypatch) if f.code == code]
     assert not found, found
 
 
-def _run_command(folder: Path, example: ruledocs.Example, monkeypatch):
+def _run_command(folder: Path, example: Example, monkeypatch):
     """The command line shown with the example, run as `dsconfig lint ... --format json`."""
     from dsconfig.commands.lint import lint
 
@@ -114,7 +119,7 @@ def _run_command(folder: Path, example: ruledocs.Example, monkeypatch):
     monkeypatch.chdir(folder)
     words = shlex.split(example.command())
     assert words[:2] == ["dsconfig", "lint"]
-    args = ruledocs.lint_arguments(example)
+    args = lint_arguments(example)
     assert args[:len(words) - 2] == words[2:]
     result = CliRunner().invoke(lint, args)
     assert result.exit_code in (0, 1), result.output
@@ -124,7 +129,7 @@ def _run_command(folder: Path, example: ruledocs.Example, monkeypatch):
 @pytest.mark.parametrize("code", list(RULES))
 def test_failing_example_command_line_reports_the_rule(code, tmp_path, monkeypatch):
     """Through the command (configuration and suppressions included): reported, and exit 1 for errors."""
-    exit_code, codes = _run_command(tmp_path, RULES[code].docs.failing, monkeypatch)
+    exit_code, codes = _run_command(tmp_path, RULES[code].failing, monkeypatch)
     assert code in codes
     if RULES[code].severity == "error":
         assert exit_code == 1
@@ -132,12 +137,12 @@ def test_failing_example_command_line_reports_the_rule(code, tmp_path, monkeypat
 
 @pytest.mark.parametrize("code", _cases(FALSE_POSITIVE, strict=True))
 def test_passing_example_command_line_does_not_report_the_rule(code, tmp_path, monkeypatch):
-    _, codes = _run_command(tmp_path, RULES[code].docs.passing, monkeypatch)
+    _, codes = _run_command(tmp_path, RULES[code].passing, monkeypatch)
     assert code not in codes
 
 
 def test_example_output_hides_the_temporary_folder():
-    output = ruledocs.example_output(RULES["ACC020"])
+    output = example_output(RULES["ACC020"])
     assert output and all("dsconfig-example-" not in line for line in output)
     assert output[0].startswith("accelerate_config.yaml:")
 
@@ -151,7 +156,7 @@ def _github_slug(heading: str) -> str:
 
 def test_rules_md_is_generated_from_the_registry():
     current = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
-    assert current == ruledocs.markdown(RULES.values()), \
+    assert current == markdown(RULES.values()), \
         "docs/rules.md is stale: run `python scripts/gen_rule_docs.py`"
 
 
@@ -162,7 +167,7 @@ def test_generator_check_mode():
 
 
 def test_every_rule_has_a_stable_url_into_rules_md():
-    text = ruledocs.markdown(RULES.values())
+    text = markdown(RULES.values())
     assert text.startswith("<!-- Generated by scripts/gen_rule_docs.py")
     headings = re.findall(r"^#{1,6} (.+)$", text, flags=re.MULTILINE)
     slugs = [_github_slug(h) for h in headings]

@@ -397,6 +397,6 @@ def test_apply_is_what_the_command_reports(project):
     (project / ".dsconfig.toml").write_text(SUPPRESS)
     loaded = settings_module.resolve()
     files = engine.collect(["configs"])
-    found = apply(engine.lint_files(files, engine.Options()), files, loaded)
+    found = apply(engine.lint_files(files, engine.Options()).findings, files, loaded)
     cli_found = items("configs")[1]
     assert [(f.code, f.file, f.line) for f in found] == [(i["code"], i["file"], i["line"]) for i in cli_found]

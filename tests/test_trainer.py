@@ -42,10 +42,17 @@ from torch.utils.data import DataLoader, DistributedSampler, RandomSampler  # no
 from transformers import Trainer, TrainingArguments  # noqa: E402
 from transformers.integrations.deepspeed import propagate_args_to_deepspeed  # noqa: E402
 
+from dsconfig import targets  # noqa: E402
 from dsconfig.deepspeed import trainer  # noqa: E402
 from dsconfig.deepspeed.trainer import (  # noqa: E402
-    MISMATCH_HEAD, TRAINING_ARGS_DEFAULTS, TRAINING_ARGS_FIELDS, dataset_table, epoch_plan, trainer_findings,
-    trainer_total_steps)
+    MISMATCH_HEAD,
+    TRAINING_ARGS_DEFAULTS,
+    TRAINING_ARGS_FIELDS,
+    dataset_table,
+    epoch_plan,
+    trainer_findings,
+    trainer_total_steps,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT_DIR = tempfile.mkdtemp(prefix="dsconfig-trainer-")
@@ -274,7 +281,7 @@ RESEARCH_ARGS = {"per_device_train_batch_size": 4, "gradient_accumulation_steps"
 
 
 def test_research_example_lines():
-    """accelerate-hf.md §3.2: world 2, mbs 4, GAS 8, lr 2e-5 (bf16 swapped for the default: see the early error)."""
+    """The HF Trainer's fill at world 2, mbs 4, GAS 8, lr 2e-5 (bf16 swapped for the default: see the early error)."""
     errors, _ = mine(RESEARCH_CONFIG, RESEARCH_ARGS, 2, None)
     lines = sorted(f.message.split(": ", 1)[0] for f in errors)
     assert lines == sorted([
@@ -373,7 +380,7 @@ def test_distributed_sampler_epoch(n, m, w, g, drop_last):
     loader = DataLoader(data, batch_size=m, drop_last=drop_last,
                         sampler=DistributedSampler(data, num_replicas=w, rank=0, shuffle=False))
     sizes = [len(b) for b in loader]
-    plan = epoch_plan("deepspeed", n, m, g, w, drop_last)
+    plan = epoch_plan(targets.DEEPSPEED, n, m, g, w, drop_last)
     assert plan.batches_per_gpu == len(sizes) == len(loader)
     assert plan.samples_per_gpu == len(loader.sampler)
     assert plan.last_batch == (sizes[-1] if sizes else 0)
@@ -387,7 +394,7 @@ def test_accelerate_sharded_epoch(n, m, w, g, drop_last):
     loader = DataLoader(data, batch_size=m, sampler=RandomSampler(data), drop_last=drop_last)
     prepared = prepare_data_loader(loader, num_processes=w, process_index=0, put_on_device=False)
     sizes = [len(b) for b in prepared]
-    plan = epoch_plan("hf-trainer", n, m, g, w, drop_last)
+    plan = epoch_plan(targets.HF_TRAINER, n, m, g, w, drop_last)
     assert plan.batches_per_gpu == len(sizes) == len(prepared)
     assert plan.samples_per_gpu == sum(sizes)
     assert all(size == m for size in sizes[:-1]) and plan.last_batch == (sizes[-1] if sizes else 0)
@@ -412,20 +419,20 @@ def test_accelerate_sharded_epoch(n, m, w, g, drop_last):
 def test_dataset_table_side_by_side(target):
     config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2, "zero_optimization": {}}
     args = {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2} if target == "hf-trainer" else None
-    table = dataset_table(config, 1000, [1, 2, 4], target, args)
+    table = dataset_table(config, 1000, [1, 2, 4], targets.BY_NAME[target], args)
     assert [f.world_size for f in table] == [1, 2, 4] and {f.code for f in table} == {"DS705"}
     for finding in table:
-        plan = epoch_plan(target, 1000, 4, 2, finding.world_size, False)
+        plan = epoch_plan(targets.BY_NAME[target], 1000, 4, 2, finding.world_size, False)
         assert f"{plan.batches_per_gpu} micro-batches of 4 per GPU" in finding.message
         assert f"{plan.optimizer_steps:g} optimizer steps per epoch" in finding.message
-        expected_row = ", ".join(f"{w} → {epoch_plan(target, 1000, 4, 2, w, False).optimizer_steps:g}"
+        expected_row = ", ".join(f"{w} → {epoch_plan(targets.BY_NAME[target], 1000, 4, 2, w, False).optimizer_steps:g}"
                                  for w in (1, 2, 4))
         assert f"Optimizer steps per epoch by world size: {expected_row}" in finding.message
 
 
 def test_dataset_table_auto_without_args_is_unknown():
     config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto", "zero_optimization": {}}
-    table = dataset_table(config, 1000, [2], "hf-trainer", None)
+    table = dataset_table(config, 1000, [2], targets.HF_TRAINER, None)
     assert len(table) == 1 and "unknown" in table[0].message and "1 → " not in table[0].message
 
 
@@ -563,7 +570,7 @@ def test_e2e_mixed_precision_refused(e2e):
 def test_e2e_steps_per_epoch(e2e):
     case, result = E2E_CASES[4], e2e[4]
     assert result["ok"], result
-    plan = epoch_plan("hf-trainer", 100, 8, 4, 1, False)
+    plan = epoch_plan(targets.HF_TRAINER, 100, 8, 4, 1, False)
     assert result["global_step"] == result["engine_steps"] == plan.optimizer_steps == 4
     assert not [f for f in trainer_findings(case["config"], case["args"], 1, dataset_size=100) if f.code == "DS703"]
 
@@ -571,6 +578,6 @@ def test_e2e_steps_per_epoch(e2e):
 @pytest.mark.slow
 def test_e2e_deepspeed_counts_across_epochs(e2e):
     result = e2e[-1]
-    plan = epoch_plan("deepspeed", 10, 2, 3, 1, False)
+    plan = epoch_plan(targets.DEEPSPEED, 10, 2, 3, 1, False)
     assert result["ds_loader_len"] == plan.batches_per_gpu == 5
     assert result["ds_steps"] == [plan.first_epoch_steps, math.floor(2 * plan.batches_per_gpu / 3)] == [1, 3]

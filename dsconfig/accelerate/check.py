@@ -13,12 +13,37 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..deepspeed import schema as ds_schema
-from ..findings import INITIALIZE, LAUNCH, LOAD, Finding, pointer_join
+from ..findings import Finding
+from ..phases import INITIALIZE, LAUNCH, LOAD
+from ..pointers import pointer_join
+from ..rules.accelerate_keys import (
+    CONFIG_FILE_CONFLICT,
+    DISTRIBUTED_TYPE,
+    IGNORED_DEEPSPEED_KEY,
+    IGNORED_SECTION_KEY,
+    INVALID_SETTING,
+    MIXED_PRECISION,
+    UNKNOWN_TOP_LEVEL_KEY,
+    YAML_BOOLEAN,
+)
+from ..rules.accelerate_launch import (
+    GPU_IDS,
+    HOSTFILE_MISSING,
+    INLINE_GRADIENT_ACCUMULATION,
+    MAIN_PROCESS_IP,
+    NUM_PROCESSES_INDIVISIBLE,
+    NUM_PROCESSES_PER_NODE,
+    NVME_IN_YAML,
+    SINGLE_PROCESS_TYPE,
+    STAGE_IGNORED,
+)
+from ..rules.files import DUPLICATE_KEY, PARSE_ERROR
+from ..targets import HF_TRAINER
 from ..values import closest, describe, to_json
 from . import schema
 from .launch import FALSE_WORDS, TRUE_WORDS, Replay
 
-# DeepSpeedPlugin._deepspeed_config_checks refuses these next to deepspeed_config_file (research §1.4).
+# DeepSpeedPlugin._deepspeed_config_checks refuses these next to deepspeed_config_file.
 _REFUSED_MESSAGE = ("When using `deepspeed_config_file`, the following accelerate config variables will be ignored: "
                     "{names}.")
 _HOSTFILE_LAUNCHERS = ("pdsh", "openmpi", "mvapich", "mpich", "slurm", "nossh")  # all but `standard`
@@ -31,10 +56,10 @@ def lint_accelerate(doc, options) -> list[Finding]:
     if not loaded:
         return findings
     if not isinstance(config, dict):
-        findings.append(Finding("DS000", f"the top level is {describe(config)}, not a mapping: Accelerate's loader "
-                                         "fails with AttributeError (`.get` on a non-dict)", "", fails_in=LOAD))
+        findings.append(Finding(PARSE_ERROR, f"the top level is {describe(config)}, not a mapping: Accelerate's loader "
+                                             "fails with AttributeError (`.get` on a non-dict)", "", fails_in=LOAD))
         return findings
-    booleans = getattr(doc, "yaml11_booleans", {})
+    booleans = doc.yaml11_booleans
     if config.get("compute_environment") == "AMAZON_SAGEMAKER":
         findings.extend(check_sagemaker(config, booleans))
     else:
@@ -45,21 +70,16 @@ def lint_accelerate(doc, options) -> list[Finding]:
 def load_findings(doc) -> list[Finding]:
     """DS000 when the loader raises, DS001 for duplicate keys (both loaders keep the last one silently)."""
     findings = []
-    if hasattr(doc, "yaml11_booleans"):
-        if doc.error is not None:
-            findings.append(Finding("DS000", f"yaml.safe_load fails: {doc.error.message}", offset=doc.error.offset,
-                                    fails_in=LOAD))
-        reader = "yaml.safe_load"
-    else:
-        if doc.json_error is not None:
-            findings.append(Finding("DS000", f"json.load fails: {doc.json_error.msg}", offset=doc.json_error.pos,
-                                    fails_in=LOAD))
-        reader = "json.load"
-    for dup in (doc.duplicates if hasattr(doc, "duplicates") else getattr(doc.scan, "duplicates", ())):
+    reader = "yaml.safe_load" if doc.format == "yaml" else "json.load"
+    error = doc.load_error
+    if error is not None:
+        findings.append(Finding(PARSE_ERROR, f"{reader} fails: {error.message}", offset=error.offset, fails_in=LOAD))
+    for dup in doc.duplicates:
         first_line, _ = doc.position(dup.first_key_start)
         key = dup.pointer.rsplit("/", 1)[-1]
-        findings.append(Finding("DS001", f"duplicate key `{key}` (first at line {first_line}): {reader}, which "
-                                         "Accelerate uses, silently keeps this last value", offset=dup.key_start))
+        findings.append(Finding(DUPLICATE_KEY, f"duplicate key `{key}` (first at line {first_line}): {reader}, which "
+                                               "Accelerate uses, silently keeps this last value",
+                                offset=dup.key_start))
     return findings
 
 
@@ -71,14 +91,15 @@ def check_sagemaker(config: dict, booleans: dict) -> list[Finding]:
     findings = unknown_top_level(config, schema.SAGEMAKER)
     for name in schema.required(schema.SAGEMAKER):
         if name not in config and name != "distributed_type":
-            findings.append(Finding("ACC019", f"`{name}` is required for a SageMaker config: Accelerate fails with "
-                                              f"\"SageMakerConfig.__init__() missing 1 required positional argument: "
-                                              f"'{name}'\"", pointer_join("", name), fails_in=LOAD))
+            findings.append(Finding(INVALID_SETTING, f"`{name}` is required for a SageMaker config: Accelerate fails "
+                                                     "with \"SageMakerConfig.__init__() missing 1 required positional "
+                                                     f"argument: '{name}'\"", pointer_join("", name), fails_in=LOAD))
     findings.extend(distributed_type_findings(config, booleans, schema.SAGEMAKER))
     findings.append(Finding(
-        "ACC005", f"accelerate {schema.version()} cannot launch SageMaker configs: `accelerate launch` fails with "
-                  "\"AttributeError: 'SageMakerConfig' object has no attribute 'parallelism_config'\" before it "
-                  "reaches the SageMaker launcher (an Accelerate bug); use another Accelerate version",
+        DISTRIBUTED_TYPE, f"accelerate {schema.version()} cannot launch SageMaker configs: `accelerate launch` fails "
+                          "with \"AttributeError: 'SageMakerConfig' object has no attribute 'parallelism_config'\" "
+                          "before it reaches the SageMaker launcher (an Accelerate bug); use another Accelerate "
+                          "version",
         "/compute_environment", fails_in=LAUNCH))
     findings.extend(yaml11_text(config, booleans, schema.SAGEMAKER, reported=set()))
     return findings
@@ -119,7 +140,7 @@ def unknown_top_level(config: dict, config_class: str) -> list[Finding]:
     for key in unknown:
         message = (f"unknown key `{key}`: Accelerate refuses to load the file (\"had unknown keys ({listed})\")")
         hint = _top_level_hint(key, known, other, config_class)
-        findings.append(Finding("ACC001", message + (f"; {hint}" if hint else ""), pointer_join("", key),
+        findings.append(Finding(UNKNOWN_TOP_LEVEL_KEY, message + (f"; {hint}" if hint else ""), pointer_join("", key),
                                 fails_in=LOAD, on_key=True))
     return findings
 
@@ -151,11 +172,12 @@ def compute_environment_findings(config: dict) -> list[Finding]:
     guess = closest(str(value).upper(), choices, cutoff=0.6)
     hint = f"; did you mean {guess}?" if guess else f"; use one of {', '.join(choices)}"
     if isinstance(value, str) or not _loads_as_sagemaker(config):
-        return [Finding("ACC005", f"compute_environment {to_json(value)} is not a ComputeEnvironment: Accelerate "
-                                  "then loads the file as a SageMaker config and fails" + hint,
+        return [Finding(DISTRIBUTED_TYPE, f"compute_environment {to_json(value)} is not a ComputeEnvironment: "
+                                          "Accelerate then loads the file as a SageMaker config and fails" + hint,
                         "/compute_environment", fails_in=LOAD)]
-    return [Finding("ACC005", f"compute_environment {to_json(value)} is not a ComputeEnvironment: the file loads as "
-                              "a SageMaker config and `accelerate launch` fails with AttributeError" + hint,
+    return [Finding(DISTRIBUTED_TYPE, f"compute_environment {to_json(value)} is not a ComputeEnvironment: the file "
+                                      "loads as a SageMaker config and `accelerate launch` fails with "
+                                      "AttributeError" + hint,
                     "/compute_environment", fails_in=LAUNCH)]
 
 
@@ -172,8 +194,9 @@ def distributed_type_findings(config: dict, booleans: dict, config_class: str) -
     pointer = "/distributed_type"
     choices = schema.enum(config_class, "distributed_type")
     if "distributed_type" not in config:
-        return [Finding("ACC005", "distributed_type is missing: Accelerate fails with \"A `distributed_type` must be "
-                                  f"specified in the config file.\"; use one of {', '.join(choices)}", pointer,
+        return [Finding(DISTRIBUTED_TYPE, "distributed_type is missing: Accelerate fails with \"A `distributed_type` "
+                                          f"must be specified in the config file.\"; use one of {', '.join(choices)}",
+                        pointer,
                         fails_in=LOAD)]
     value = config["distributed_type"]
     if isinstance(value, str):
@@ -182,18 +205,18 @@ def distributed_type_findings(config: dict, booleans: dict, config_class: str) -
         enum_name = "SageMakerDistributedType" if config_class == schema.SAGEMAKER else "DistributedType"
         guess = next((c for c in choices if c == value.upper()), None) or closest(value.upper(), choices)
         hint = f"; did you mean {guess}?" if guess else f"; use one of {', '.join(choices)}"
-        return [Finding("ACC005", f"Accelerate fails with \"'{value}' is not a valid {enum_name}\"" + hint, pointer,
-                        fails_in=LOAD, fix=to_json(guess) if guess else None)]
+        return [Finding(DISTRIBUTED_TYPE, f"Accelerate fails with \"'{value}' is not a valid {enum_name}\"" + hint,
+                        pointer, fails_in=LOAD, fix=to_json(guess) if guess else None)]
     outcome = ("a single process is launched" if config_class == schema.CLUSTER
                else "the SageMaker launcher gets no distributed mode")
     if pointer in booleans:
         extra = "" if config_class == schema.SAGEMAKER or "num_processes" in config else \
             ", and num_processes is no longer defaulted to 1"
-        return [Finding("ACC016", f"YAML 1.1 reads the unquoted `{booleans[pointer]}` as {value}: Accelerate skips "
-                                  f"the distributed_type check, {outcome}{extra}; write \"NO\" in quotes", pointer,
+        return [Finding(YAML_BOOLEAN, f"YAML 1.1 reads the unquoted `{booleans[pointer]}` as {value}: Accelerate skips "
+                                      f"the distributed_type check, {outcome}{extra}; write \"NO\" in quotes", pointer,
                         fix='"NO"')]
-    return [Finding("ACC005", f"distributed_type is {describe(value)}, not one of {', '.join(choices)}: Accelerate "
-                              f"does not check it and {outcome}", pointer)]
+    return [Finding(DISTRIBUTED_TYPE, f"distributed_type is {describe(value)}, not one of {', '.join(choices)}: "
+                                      f"Accelerate does not check it and {outcome}", pointer)]
 
 
 def tpu_precision(replay: Replay) -> list[Finding]:
@@ -201,8 +224,9 @@ def tpu_precision(replay: Replay) -> list[Finding]:
     value = replay.args["mixed_precision"]
     if isinstance(value, str) and value.lower() in schema.enum(schema.CLUSTER, "mixed_precision"):
         return []
-    return [Finding("ACC006", f"mixed_precision {to_json(value)} is not one of no, fp16, bf16, fp8: the TPU launcher "
-                              "does not check it and trains in full precision", replay.where("mixed_precision"))]
+    return [Finding(MIXED_PRECISION, f"mixed_precision {to_json(value)} is not one of no, fp16, bf16, fp8: the TPU "
+                                     "launcher does not check it and trains in full precision",
+                    replay.where("mixed_precision"))]
 
 
 def yaml11_text(config: dict, booleans: dict, config_class: str, reported: set) -> list[Finding]:
@@ -214,8 +238,8 @@ def yaml11_text(config: dict, booleans: dict, config_class: str, reported: set) 
         prop = _property_at(pointer, config_class)
         if prop is None or "boolean" in _types(prop):
             continue
-        findings.append(Finding("ACC016", f"YAML 1.1 reads the unquoted `{word}` as a boolean, but Accelerate expects "
-                                          f"text here; quote it", pointer, fix=to_json(word)))
+        findings.append(Finding(YAML_BOOLEAN, f"YAML 1.1 reads the unquoted `{word}` as a boolean, but Accelerate "
+                                              "expects text here; quote it", pointer, fix=to_json(word)))
     return findings
 
 
@@ -258,21 +282,24 @@ def topology(replay: Replay, options) -> list[Finding]:
     torch_like = replay.launcher in ("deepspeed", "torchrun")
     if replay.launcher == "simple" and replay.fields.get("distributed_type") in ("NO", False) \
             and processes is not None and processes > 1 and args["mpirun_hostfile"] is None:
-        findings.append(Finding("ACC011", f"distributed_type NO starts one process: num_processes {processes} is "
-                                          "ignored; use MULTI_GPU (or DEEPSPEED / FSDP) to run "
-                                          f"{processes} processes, or set num_processes: 1",
+        findings.append(Finding(SINGLE_PROCESS_TYPE, "distributed_type NO starts one process: num_processes "
+                                                     f"{processes} is ignored; use MULTI_GPU (or DEEPSPEED / FSDP) to "
+                                                     f"run {processes} processes, or set num_processes: 1",
                                 replay.where("num_processes")))
     if torch_like and processes is not None and machines is not None and machines > 1:
         per_machine = processes // machines
         if processes % machines:
-            findings.append(Finding("ACC008", f"num_processes {processes} is not a multiple of num_machines {machines}: "
-                                              f"Accelerate starts {processes} // {machines} = {per_machine} per "
-                                              f"machine, a world size of {per_machine * machines}, without a warning",
+            findings.append(Finding(NUM_PROCESSES_INDIVISIBLE, f"num_processes {processes} is not a multiple of "
+                                                               f"num_machines {machines}: Accelerate starts "
+                                                               f"{processes} // {machines} = {per_machine} per "
+                                                               f"machine, a world size of {per_machine * machines}, "
+                                                               "without a warning",
                                     replay.where("num_processes"), world_size=per_machine * machines))
         if processes < machines:
-            findings.append(Finding("ACC009", f"num_processes {processes} is smaller than num_machines {machines}: "
-                                              "num_processes is the TOTAL over all machines (here 0 per machine); "
-                                              f"for {processes} GPU(s) per machine write {processes * machines}",
+            findings.append(Finding(NUM_PROCESSES_PER_NODE, f"num_processes {processes} is smaller than num_machines "
+                                                            f"{machines}: num_processes is the TOTAL over all machines "
+                                                            f"(here 0 per machine); for {processes} GPU(s) per machine "
+                                                            f"write {processes * machines}",
                                     replay.where("num_processes"), fix=str(processes * machines)))
     findings.extend(_against_requested_size(replay, options))
     findings.extend(_gpu_ids_cover(replay))
@@ -295,17 +322,19 @@ def _against_requested_size(replay: Replay, options) -> list[Finding]:
     asked = f"--gpus {gpus} --nodes {nodes or 1}" if gpus else f"--world-size {wanted}"
     pointer = replay.where("num_processes")
     if gpus and processes is not None and machines and processes // machines > gpus:
-        return [Finding("ACC010", f"each machine starts {processes // machines} processes but has {gpus} GPUs "
-                                  f"({asked}): local ranks {gpus} and above find no device (torch.cuda.set_device "
-                                  "fails with \"invalid device ordinal\")", pointer, fails_in=INITIALIZE,
+        return [Finding(GPU_IDS, f"each machine starts {processes // machines} processes but has {gpus} GPUs "
+                                 f"({asked}): local ranks {gpus} and above find no device (torch.cuda.set_device "
+                                 "fails with \"invalid device ordinal\")", pointer, fails_in=INITIALIZE,
                         world_size=launched)]
     if gpus and nodes and nodes > 1 and processes == gpus:
-        return [Finding("ACC009", f"num_processes {processes} looks like a per-machine count: it is the TOTAL over "
-                                  f"all machines, so {asked} needs num_processes {wanted} (now {launched} processes "
-                                  "run)", pointer, fix=str(wanted), world_size=launched)]
-    return [Finding("ACC009", f"this file launches a world size of {launched}, not the {wanted} of {asked}: "
-                              f"num_processes is the TOTAL over all machines (write {wanted}), num_machines the "
-                              "number of machines", pointer, fix=str(wanted) if machines * (wanted // machines)
+        return [Finding(NUM_PROCESSES_PER_NODE, f"num_processes {processes} looks like a per-machine count: it is the "
+                                                f"TOTAL over all machines, so {asked} needs num_processes {wanted} "
+                                                f"(now {launched} processes run)",
+                        pointer, fix=str(wanted), world_size=launched)]
+    return [Finding(NUM_PROCESSES_PER_NODE, f"this file launches a world size of {launched}, not the {wanted} of "
+                                            f"{asked}: num_processes is the TOTAL over all machines (write {wanted}), "
+                                            "num_machines the number of machines",
+                    pointer, fix=str(wanted) if machines * (wanted // machines)
                     == wanted else None, world_size=launched)]
 
 
@@ -316,15 +345,15 @@ def _gpu_ids_cover(replay: Replay) -> list[Finding]:
     if not isinstance(gpu_ids, str) or gpu_ids == "all" or replay.launcher not in ("deepspeed", "torchrun") \
             or processes is None or machines is None or machines < 1:
         return []
-    if any(f.code == "ACC010" and f.pointer == "/gpu_ids" for f in replay.findings):
+    if any(f.rule is GPU_IDS and f.pointer == "/gpu_ids" for f in replay.findings):
         return []
     visible = [part for part in gpu_ids.split(",") if part.strip()]
     per_machine = processes // machines if machines > 1 else processes
     if len(visible) >= per_machine:
         return []
-    return [Finding("ACC010", f"gpu_ids {gpu_ids!r} makes {len(visible)} GPU(s) visible but each machine starts "
-                              f"{per_machine} processes: local ranks {len(visible)} and above find no device "
-                              "(torch.cuda.set_device fails with \"invalid device ordinal\")", "/gpu_ids",
+    return [Finding(GPU_IDS, f"gpu_ids {gpu_ids!r} makes {len(visible)} GPU(s) visible but each machine starts "
+                             f"{per_machine} processes: local ranks {len(visible)} and above find no device "
+                             "(torch.cuda.set_device fails with \"invalid device ordinal\")", "/gpu_ids",
                     fails_in=INITIALIZE)]
 
 
@@ -341,10 +370,11 @@ def _deepspeed_multinode(replay: Replay) -> list[Finding]:
         size = f": a world size of {per_machine} instead of {per_machine * args['num_machines']}" if per_machine \
             else ""
         findings.append(Finding(
-            "ACC012", f"{args['num_machines']} machines with the `{launcher}` launcher but no deepspeed_hostfile: "
-                      "Accelerate runs `deepspeed --hostfile None`, DeepSpeed logs \"Unable to find hostfile, will "
-                      "proceed with training with local resources only.\" and trains on this machine alone"
-                      f"{size}. Set deepspeed_hostfile, or deepspeed_multinode_launcher: standard",
+            HOSTFILE_MISSING, f"{args['num_machines']} machines with the `{launcher}` launcher but no "
+                              "deepspeed_hostfile: Accelerate runs `deepspeed --hostfile None`, DeepSpeed logs "
+                              "\"Unable to find hostfile, will proceed with training with local resources only.\" and "
+                              f"trains on this machine alone{size}. Set deepspeed_hostfile, or "
+                              "deepspeed_multinode_launcher: standard",
             replay.where("deepspeed_multinode_launcher") if "deepspeed_multinode_launcher" in replay.source
             else "/num_machines"))
     if launcher == "nossh":
@@ -356,13 +386,13 @@ def _rendezvous(replay: Replay, who: str, ip_only: bool = False) -> list[Finding
     """ACC013: the machines meet at main_process_ip; machine_rank must name one of them."""
     args, findings = replay.args, []
     if args["main_process_ip"] is None:
-        findings.append(Finding("ACC013", f"{args['num_machines']} machines but no main_process_ip: {who} gets the "
-                                          "address `None` and the machines never meet; set main_process_ip to the "
-                                          "rank-0 machine's address", replay.where("main_process_ip")))
+        findings.append(Finding(MAIN_PROCESS_IP, f"{args['num_machines']} machines but no main_process_ip: {who} gets "
+                                                 "the address `None` and the machines never meet; set main_process_ip "
+                                                 "to the rank-0 machine's address", replay.where("main_process_ip")))
     rank = _count(args["machine_rank"])
     if not ip_only and rank is not None and not 0 <= rank < args["num_machines"]:
-        findings.append(Finding("ACC013", f"machine_rank {rank} is outside 0..{args['num_machines'] - 1}: {who} waits "
-                                          "for machines that never join", replay.where("machine_rank")))
+        findings.append(Finding(MAIN_PROCESS_IP, f"machine_rank {rank} is outside 0..{args['num_machines'] - 1}: {who} "
+                                                 "waits for machines that never join", replay.where("machine_rank")))
     return findings
 
 
@@ -377,7 +407,8 @@ def section_keys(config: dict, replay: Replay) -> list[Finding]:
         value = config.get(name)
         if not isinstance(value, dict):
             if value is not None and not (name == "deepspeed_config" and replay.launcher == "deepspeed"):
-                findings.append(Finding("ACC019", f"{name} is {describe(value)}, not a mapping: Accelerate ignores it",
+                findings.append(Finding(INVALID_SETTING, f"{name} is {describe(value)}, not a mapping: Accelerate "
+                                                         "ignores it",
                                         pointer_join("", name)))
             continue
         options = schema.section_options(name)
@@ -394,7 +425,7 @@ def section_keys(config: dict, replay: Replay) -> list[Finding]:
 
 def _unknown_section_key(section: str, key: str, option: str, options: dict, all_options: dict) -> Finding:
     pointer = pointer_join(pointer_join("", section), key)
-    code = "ACC002" if section == "deepspeed_config" else "ACC003"
+    rule = IGNORED_DEEPSPEED_KEY if section == "deepspeed_config" else IGNORED_SECTION_KEY
     message = f"`{key}` is not an `accelerate launch` option of {section}: Accelerate silently ignores it"
     spelled = [k for k in schema.section(section)["properties"]]
     guess = closest(key, spelled)
@@ -408,7 +439,7 @@ def _unknown_section_key(section: str, key: str, option: str, options: dict, all
         message += f"; did you mean `{guess}`?"
     elif option in all_options and option not in options:
         message += f" (it does overwrite the `--{option}` launch option)"
-    return Finding(code, message, pointer, on_key=True)
+    return Finding(rule, message, pointer, on_key=True)
 
 
 def _section_unused(name: str, value: dict, replay: Replay) -> list[Finding]:
@@ -427,7 +458,7 @@ def _section_unused(name: str, value: dict, replay: Replay) -> list[Finding]:
         return []
     why = ("the DeepSpeed launcher does not pass dynamo settings to the processes" if name == "dynamo_config"
            else f"distributed_type is {to_json(kind)}")
-    return [Finding("ACC003", f"{name} is ignored: {why}", pointer_join("", name), on_key=True)]
+    return [Finding(IGNORED_SECTION_KEY, f"{name} is ignored: {why}", pointer_join("", name), on_key=True)]
 
 
 @lru_cache(maxsize=1)
@@ -463,14 +494,17 @@ def deepspeed_settings(config: dict, replay: Replay, options) -> list[Finding]:
     findings.extend(_nvme(section))
     if stage is not None:
         findings.extend(_stage_ignored(section, stage))
-    if options.target == "hf-trainer" and "gradient_accumulation_steps" in section:
+    if options.target is HF_TRAINER and "gradient_accumulation_steps" in section:
         findings.append(Finding(
-            "ACC017", f"gradient_accumulation_steps {to_json(section['gradient_accumulation_steps'])} replaces the "
-                      "\"auto\" the HF Trainer fills: unless it equals TrainingArguments.gradient_accumulation_steps "
-                      "the Trainer raises \"Please correct the following DeepSpeed config values that mismatch "
-                      "TrainingArguments values: - ds gradient_accumulation_steps=... vs hf "
-                      "gradient_accumulation_steps=...\"; remove the key and pass --gradient_accumulation_steps to "
-                      "the script", "/deepspeed_config/gradient_accumulation_steps", fails_in=INITIALIZE,
+            INLINE_GRADIENT_ACCUMULATION, "gradient_accumulation_steps "
+                                          f"{to_json(section['gradient_accumulation_steps'])} replaces the \"auto\" "
+                                          "the HF Trainer fills: unless it equals "
+                                          "TrainingArguments.gradient_accumulation_steps the Trainer raises \"Please "
+                                          "correct the following DeepSpeed config values that mismatch "
+                                          "TrainingArguments values: - ds gradient_accumulation_steps=... vs hf "
+                                          "gradient_accumulation_steps=...\"; remove the key and pass "
+                                          "--gradient_accumulation_steps to the script",
+ "/deepspeed_config/gradient_accumulation_steps", fails_in=INITIALIZE,
             on_key=True))
     return findings
 
@@ -483,14 +517,16 @@ def _refused_with_file(config: dict, section: dict, replay: Replay) -> list[Find
     findings = []
     for key in section:
         if isinstance(key, str) and key.lower() in refused:
-            findings.append(Finding("ACC004", f"`{key}` next to deepspeed_config_file: DeepSpeedPlugin raises "
-                                              f"\"{quoted}\"; set it in the JSON file instead and remove it here",
+            findings.append(Finding(CONFIG_FILE_CONFLICT, f"`{key}` next to deepspeed_config_file: DeepSpeedPlugin "
+                                                          f"raises \"{quoted}\"; set it in the JSON file instead and "
+                                                          "remove it here",
                                     pointer_join("/deepspeed_config", key), fails_in=INITIALIZE, on_key=True))
     if replay.fields.get("mixed_precision") is not None:
         pointer = replay.where("mixed_precision")
-        findings.append(Finding("ACC004", f"mixed_precision next to deepspeed_config_file (even 'no'): "
-                                          f"DeepSpeedPlugin raises \"{quoted}\"; enable fp16/bf16 in the JSON file "
-                                          "(or pass --mixed_precision on the command line) and remove it here",
+        findings.append(Finding(CONFIG_FILE_CONFLICT, "mixed_precision next to deepspeed_config_file (even 'no'): "
+                                                      f"DeepSpeedPlugin raises \"{quoted}\"; enable fp16/bf16 in the "
+                                                      "JSON file (or pass --mixed_precision on the command line) and "
+                                                      "remove it here",
                                 pointer, fails_in=INITIALIZE, on_key=True))
     return findings
 
@@ -510,36 +546,38 @@ def _inline_values(section: dict) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     stage = section.get("zero_stage")
     if stage is not None and _stage(section) not in (0, 1, 2, 3):
-        findings.append(Finding("ACC019", f"zero_stage {to_json(stage)}: DeepSpeedPlugin reads int(\"{stage}\") and "
-                                          "DeepSpeed accepts 0, 1, 2 or 3; the processes fail when they build the "
-                                          "plugin", f"{base}/zero_stage", fails_in=INITIALIZE))
+        findings.append(Finding(INVALID_SETTING, f"zero_stage {to_json(stage)}: DeepSpeedPlugin reads int(\"{stage}\") "
+                                                 "and DeepSpeed accepts 0, 1, 2 or 3; the processes fail when they "
+                                                 "build the plugin", f"{base}/zero_stage", fails_in=INITIALIZE))
     for key in ("offload_optimizer_device", "offload_param_device"):
         value = section.get(key)
         if value is not None and str(value).lower() not in _OFFLOAD_DEVICES:
-            findings.append(Finding("ACC019", f"{key} {to_json(value)}: DeepSpeed accepts none, cpu or nvme and fails "
-                                              "while parsing its config", f"{base}/{key}", fails_in=INITIALIZE))
+            findings.append(Finding(INVALID_SETTING, f"{key} {to_json(value)}: DeepSpeed accepts none, cpu or nvme and "
+                                                     "fails while parsing its config",
+                                    f"{base}/{key}", fails_in=INITIALIZE))
     steps = section.get("gradient_accumulation_steps")
     if steps is not None and str(steps) != "auto" and (not str(steps).isdigit() or int(str(steps)) < 1):
-        findings.append(Finding("ACC019", f"gradient_accumulation_steps {to_json(steps)}: DeepSpeedPlugin keeps "
-                                          "anything but digits as text and DeepSpeed fails on it; write a positive "
-                                          "integer or remove the key", f"{base}/gradient_accumulation_steps",
+        findings.append(Finding(INVALID_SETTING, f"gradient_accumulation_steps {to_json(steps)}: DeepSpeedPlugin keeps "
+                                                 "anything but digits as text and DeepSpeed fails on it; write a "
+                                                 "positive integer or remove the key",
+                                f"{base}/gradient_accumulation_steps",
                                 fails_in=INITIALIZE))
     clipping = section.get("gradient_clipping")
     if clipping is not None and str(clipping).lower() != "auto":
         try:
             float(str(clipping).lower())
         except ValueError:
-            findings.append(Finding("ACC019", f"gradient_clipping {to_json(clipping)}: DeepSpeedPlugin fails with "
-                                              f"\"ValueError: could not convert string to float: "
-                                              f"'{str(clipping).lower()}'\"", f"{base}/gradient_clipping",
+            findings.append(Finding(INVALID_SETTING, f"gradient_clipping {to_json(clipping)}: DeepSpeedPlugin fails "
+                                                     "with \"ValueError: could not convert string to float: "
+                                                     f"'{str(clipping).lower()}'\"", f"{base}/gradient_clipping",
                                     fails_in=INITIALIZE))
     findings.extend(_flag_values(section))
     launcher = section.get("deepspeed_multinode_launcher")
     if launcher is not None and launcher not in schema.section_options("deepspeed_config")[
             "deepspeed_multinode_launcher"]["enum"]:
-        findings.append(Finding("ACC019", f"deepspeed_multinode_launcher {to_json(launcher)} is not one of "
-                                          f"{', '.join(_launchers())}: on a multi-machine run the DeepSpeed runner "
-                                          "fails with \"Unknown launcher\" (one machine: unused)",
+        findings.append(Finding(INVALID_SETTING, f"deepspeed_multinode_launcher {to_json(launcher)} is not one of "
+                                                 f"{', '.join(_launchers())}: on a multi-machine run the DeepSpeed "
+                                                 "runner fails with \"Unknown launcher\" (one machine: unused)",
                                 f"{base}/deepspeed_multinode_launcher", fix=_fix(closest(str(launcher),
                                                                                          _launchers()))))
     return findings
@@ -549,13 +587,15 @@ def _flag_values(section: dict) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     init = section.get("zero3_init_flag")
     if init is not None and str(init).lower() not in TRUE_WORDS + FALSE_WORDS:
-        findings.append(Finding("ACC019", f"zero3_init_flag {to_json(init)}: DeepSpeedPlugin fails with \"ValueError: "
-                                          f"invalid truth value {str(init).lower()}\"", f"{base}/zero3_init_flag",
+        findings.append(Finding(INVALID_SETTING, f"zero3_init_flag {to_json(init)}: DeepSpeedPlugin fails with "
+                                                 f"\"ValueError: invalid truth value {str(init).lower()}\"",
+                                f"{base}/zero3_init_flag",
                                 fails_in=INITIALIZE, fix="true"))
     save = section.get("zero3_save_16bit_model")
     if save is not None and str(save).lower() != "true" and str(save).lower() not in FALSE_WORDS:
-        findings.append(Finding("ACC019", f"zero3_save_16bit_model {to_json(save)}: DeepSpeedPlugin turns it on only "
-                                          "for 'true'; this value silently means false", f"{base}/zero3_save_16bit_model",
+        findings.append(Finding(INVALID_SETTING, f"zero3_save_16bit_model {to_json(save)}: DeepSpeedPlugin turns it on "
+                                                 "only for 'true'; this value silently means false",
+                                f"{base}/zero3_save_16bit_model",
                                 fix="true"))
     return findings
 
@@ -574,14 +614,14 @@ def _nvme(section: dict) -> list[Finding]:
     for what in ("optimizer", "param"):
         device, path = f"offload_{what}_device", f"offload_{what}_nvme_path"
         if str(section.get(device)).lower() == "nvme":
-            findings.append(Finding("ACC014", f"{device}: nvme in the Accelerate YAML: `accelerate launch` never "
-                                              f"exports {path}, so DeepSpeed gets nvme_path \"none\" (a folder named "
-                                              "`none` in the working directory). Configure NVMe offload in a "
-                                              "ds_config.json (zero_optimization.offload_" + what + ".nvme_path) and "
-                                              "point deepspeed_config_file at it", f"{base}/{device}"))
+            findings.append(Finding(NVME_IN_YAML, f"{device}: nvme in the Accelerate YAML: `accelerate launch` never "
+                                                  f"exports {path}, so DeepSpeed gets nvme_path \"none\" (a folder "
+                                                  "named `none` in the working directory). Configure NVMe offload in "
+                                                  "a ds_config.json (zero_optimization.offload_" + what + ".nvme_path) "
+                                                  "and point deepspeed_config_file at it", f"{base}/{device}"))
         elif section.get(path) is not None:
-            findings.append(Finding("ACC014", f"{path} is never exported by `accelerate launch`: the value is lost. "
-                                              "Set nvme_path in a ds_config.json instead", f"{base}/{path}",
+            findings.append(Finding(NVME_IN_YAML, f"{path} is never exported by `accelerate launch`: the value is "
+                                                  "lost. Set nvme_path in a ds_config.json instead", f"{base}/{path}",
                                     on_key=True))
     return findings
 
@@ -591,18 +631,19 @@ def _stage_ignored(section: dict, stage: int) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     stage_note = " (the default)" if section.get("zero_stage") is None else ""
     if stage < 3 and str(section.get("offload_param_device", "none")).lower() not in ("none", "nvme"):
-        findings.append(Finding("ACC015", f"offload_param_device only works at ZeRO stage 3; at stage {stage}"
-                                          f"{stage_note} DeepSpeed ignores it and the parameters stay on the GPU",
+        findings.append(Finding(STAGE_IGNORED, f"offload_param_device only works at ZeRO stage 3; at stage {stage}"
+                                               f"{stage_note} DeepSpeed ignores it and the parameters stay on the GPU",
                                 f"{base}/offload_param_device"))
     if stage == 0 and str(section.get("offload_optimizer_device", "none")).lower() not in ("none", "nvme"):
-        findings.append(Finding("ACC015", "offload_optimizer_device needs ZeRO stage 1-3; at stage 0 there is no "
-                                          "ZeRO optimizer to offload", f"{base}/offload_optimizer_device"))
+        findings.append(Finding(STAGE_IGNORED, "offload_optimizer_device needs ZeRO stage 1-3; at stage 0 there is no "
+                                               "ZeRO optimizer to offload", f"{base}/offload_optimizer_device"))
     if stage < 3 and str(section.get("zero3_save_16bit_model")).lower() == "true":
-        findings.append(Finding("ACC015", f"zero3_save_16bit_model only applies at ZeRO stage 3 (stage {stage}): "
-                                          "it is ignored", f"{base}/zero3_save_16bit_model"))
+        findings.append(Finding(STAGE_IGNORED, f"zero3_save_16bit_model only applies at ZeRO stage 3 (stage {stage}): "
+                                               "it is ignored", f"{base}/zero3_save_16bit_model"))
     if stage != 3 and str(section.get("zero3_init_flag")).lower() in TRUE_WORDS:
-        findings.append(Finding("ACC015", f"zero3_init_flag at ZeRO stage {stage}: Accelerate warns \"DeepSpeed Zero3 "
-                                          "Init flag is only applicable for ZeRO Stage 3. Setting it to False.\"",
+        findings.append(Finding(STAGE_IGNORED, f"zero3_init_flag at ZeRO stage {stage}: Accelerate warns \"DeepSpeed "
+                                               "Zero3 Init flag is only applicable for ZeRO Stage 3. Setting it to "
+                                               "False.\"",
                                 f"{base}/zero3_init_flag", fix="false"))
     return findings
 
@@ -622,7 +663,8 @@ def fsdp_values(replay: Replay) -> list[Finding]:
         if value is None or text.upper() in choices or text.isdigit():
             continue
         guess = closest(text.upper(), choices)
-        findings.append(Finding("ACC019", f"{option} {to_json(value)} is not one of {', '.join(choices)}: the FSDP "
-                                          "plugin fails in every process", replay.where(option), fails_in=INITIALIZE,
+        findings.append(Finding(INVALID_SETTING, f"{option} {to_json(value)} is not one of {', '.join(choices)}: the "
+                                                 "FSDP plugin fails in every process",
+                                replay.where(option), fails_in=INITIALIZE,
                                 fix=_fix(guess)))
     return findings

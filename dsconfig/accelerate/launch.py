@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import copy
 
-from ..findings import LAUNCH, Finding, pointer_join
+from ..findings import Finding
+from ..phases import LAUNCH
+from ..pointers import pointer_join
+from ..rules.accelerate_keys import INVALID_SETTING, MIXED_PRECISION, YAML_BOOLEAN
+from ..rules.accelerate_launch import GPU_IDS, MAIN_PROCESS_IP, NUM_PROCESSES_MISSING
 from . import schema
 
 MULTI_DEVICE = ("MULTI_GPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA", "MULTI_XPU", "MULTI_HPU",
@@ -92,20 +96,20 @@ class Replay:
     def where(self, option: str) -> str:
         return self.source.get(option, pointer_join("", option))
 
-    def fail(self, code: str, pointer: str, error: BaseException | str, hint: str = "", on_key: bool = False):
+    def fail(self, rule, pointer: str, error: BaseException | str, hint: str = "", on_key: bool = False):
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        if code == "ACC019" and pointer in self.booleans:
-            code = "ACC016"
+        if rule is INVALID_SETTING and pointer in self.booleans:
+            rule = YAML_BOOLEAN
             hint = f"YAML 1.1 reads the unquoted `{self.booleans[pointer]}` as a boolean; quote it"
         message = f"`accelerate launch` fails: {text}" + (f"; {hint}" if hint else "")
-        self.findings.append(Finding(code, message, pointer, fails_in=LAUNCH, on_key=on_key))
+        self.findings.append(Finding(rule, message, pointer, fails_in=LAUNCH, on_key=on_key))
 
-    def attempt(self, code: str, pointer: str, compute, hint: str = ""):
+    def attempt(self, rule, pointer: str, compute, hint: str = ""):
         """(ok, value) of compute(); a failure is recorded at `pointer`."""
         try:
             return True, compute()
         except Exception as error:  # the same expression raised in accelerate launch
-            self.fail(code, pointer, error, hint)
+            self.fail(rule, pointer, error, hint)
             return False, None
 
     # -- the replay ----------------------------------------------------------------------
@@ -123,7 +127,7 @@ class Replay:
         if args["dynamo_backend"] is None:
             args["dynamo_backend"] = "no"
         if args["num_processes"] == -1:
-            self.fail("ACC007", self.where("num_processes"),
+            self.fail(NUM_PROCESSES_MISSING, self.where("num_processes"),
                       "ValueError: You need to manually pass in `--num_processes` using this config yaml.",
                       "num_processes is the total number of processes over all machines; set it")
         self._cpu_threads()
@@ -151,13 +155,13 @@ class Replay:
         args["gpu_ids"] = fields["gpu_ids"] if fields.get("gpu_ids") is not None else "all"
         if args["multi_gpu"] and args["num_machines"] is None:
             args["num_machines"] = fields.get("num_machines")
-        ok, ids = self.attempt("ACC019", "/gpu_ids", lambda: args["gpu_ids"].split(","),
+        ok, ids = self.attempt(INVALID_SETTING, "/gpu_ids", lambda: args["gpu_ids"].split(","),
                                'write the GPU ids as text, e.g. "0,1", or "all"')
         if not ok or not (len(ids) < 2 and args["gpu_ids"] != "all" and args["multi_gpu"]):
             return
-        ok, single_machine = self.attempt("ACC019", "/num_machines", lambda: args["num_machines"] <= 1)
+        ok, single_machine = self.attempt(INVALID_SETTING, "/num_machines", lambda: args["num_machines"] <= 1)
         if ok and single_machine:
-            self.fail("ACC010", "/gpu_ids",
+            self.fail(GPU_IDS, "/gpu_ids",
                       "ValueError: Less than two GPU ids were configured and tried to run on multiple GPUs. Please "
                       "ensure at least two are specified for `--gpu_ids`, or use `--gpu_ids='all'`.")
 
@@ -173,7 +177,7 @@ class Replay:
                     if not isinstance(key, str):
                         error = ("AttributeError: '{}' object has no attribute 'startswith'" if name in _PREFIXED
                                  else "TypeError: attribute name must be string, not '{}'")
-                        self.fail("ACC019", pointer, error.format(type(key).__name__), "write the key as text",
+                        self.fail(INVALID_SETTING, pointer, error.format(type(key).__name__), "write the key as text",
                                   on_key=True)
                         continue
                     option = schema.launch_name(name, key)
@@ -189,15 +193,15 @@ class Replay:
         args = self.args
         if not args.get("use_cpu"):
             return
-        ok, positive = self.attempt("ACC019", self.where("num_processes"), lambda: args["num_processes"] >= 1)
+        ok, positive = self.attempt(INVALID_SETTING, self.where("num_processes"), lambda: args["num_processes"] >= 1)
         if ok and positive:
-            self.attempt("ACC019", self.where("num_machines"),
+            self.attempt(INVALID_SETTING, self.where("num_machines"),
                          lambda: max(int(args["num_processes"] / args["num_machines"]), 1))
 
     # -- launchers -----------------------------------------------------------------------
 
     def _multi_machine(self) -> bool | None:
-        ok, multi = self.attempt("ACC019", self.where("num_machines"), lambda: self.args["num_machines"] > 1,
+        ok, multi = self.attempt(INVALID_SETTING, self.where("num_machines"), lambda: self.args["num_machines"] > 1,
                                  "num_machines must be a number")
         return bool(multi) if ok else None
 
@@ -205,12 +209,12 @@ class Replay:
         args = self.args
         pointer = self.where("num_processes") if not isinstance(args["num_processes"], int) \
             else self.where("num_machines")
-        ok, per_machine = self.attempt("ACC019", pointer, lambda: args["num_processes"] // args["num_machines"])
+        ok, per_machine = self.attempt(INVALID_SETTING, pointer, lambda: args["num_processes"] // args["num_machines"])
         if ok:
             args["nproc_per_node"] = str(per_machine)
 
     def _machine_rank(self) -> None:
-        self.attempt("ACC019", self.where("machine_rank"), lambda: int(self.args["machine_rank"]),
+        self.attempt(INVALID_SETTING, self.where("machine_rank"), lambda: int(self.args["machine_rank"]),
                      "machine_rank must be a whole number")
 
     def _port(self) -> None:
@@ -220,10 +224,11 @@ class Replay:
             return
         pointer = self.where("main_process_port")
         if isinstance(port, float) or not isinstance(port, int):
-            self.fail("ACC019", pointer, f"TypeError: '{type(port).__name__}' object cannot be interpreted as an "
-                                         "integer", "main_process_port must be a whole number")
+            self.fail(INVALID_SETTING, pointer,
+                      f"TypeError: '{type(port).__name__}' object cannot be interpreted as an integer",
+                      "main_process_port must be a whole number")
         elif not 0 <= port <= 65535:
-            self.fail("ACC019", pointer, "OverflowError: connect_ex(): port must be 0-65535.")
+            self.fail(INVALID_SETTING, pointer, "OverflowError: connect_ex(): port must be 0-65535.")
 
     def _mixed_precision(self) -> None:
         value = self.args["mixed_precision"]
@@ -233,13 +238,13 @@ class Replay:
             if pointer in self.booleans:
                 word = self.booleans[pointer]
                 fix = "'no' (quoted)" if value is False else "one of 'fp16', 'bf16', 'fp8' or 'no', quoted"
-                self.fail("ACC016", pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
+                self.fail(YAML_BOOLEAN, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
                                              "'lower'", f"YAML 1.1 reads the unquoted `{word}` as {value}; write {fix}")
             else:
-                self.fail("ACC006", pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
+                self.fail(MIXED_PRECISION, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
                                              "'lower'", f"use one of {', '.join(choices)} (as text)")
         elif value.lower() not in choices:
-            self.fail("ACC006", pointer, f"ValueError: Unknown mixed_precision mode: {value.lower()}. Choose "
+            self.fail(MIXED_PRECISION, pointer, f"ValueError: Unknown mixed_precision mode: {value.lower()}. Choose "
                                          f"between {choices}.")
 
     def _dynamo(self) -> None:
@@ -247,24 +252,24 @@ class Replay:
         pointer = self.where("dynamo_backend")
         choices = schema.section("dynamo_config")["properties"]["dynamo_backend"]["x-accelerate-choices"]
         if not isinstance(value, str):
-            self.fail("ACC019", pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
+            self.fail(INVALID_SETTING, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
                                          "'upper'", "write the backend as text, e.g. 'no' or 'inductor'")
         elif value.upper() not in choices:
-            self.fail("ACC019", pointer, f"ValueError: Unknown dynamo backend: {value.upper()}. Choose between "
+            self.fail(INVALID_SETTING, pointer, f"ValueError: Unknown dynamo backend: {value.upper()}. Choose between "
                                          f"{choices}.")
 
     def _parallelism(self) -> None:
         if not self.args["use_parallelism_config"]:
             return
         for option in ("parallelism_config_cp_size", "parallelism_config_sp_size"):
-            self.attempt("ACC019", self.where(option), lambda: self.args[option] > 1,
+            self.attempt(INVALID_SETTING, self.where(option), lambda: self.args[option] > 1,
                          f"{option.removeprefix('parallelism_config_')} must be a number")
 
     def _deepspeed(self) -> None:
         args = self.args
         section = self.fields.get("deepspeed_config")
         if not isinstance(section, dict):
-            self.fail("ACC019", "/deepspeed_config", f"AttributeError: '{type(section).__name__}' object has no "
+            self.fail(INVALID_SETTING, "/deepspeed_config", f"AttributeError: '{type(section).__name__}' object has no "
                                                      "attribute 'keys'", "deepspeed_config must be a mapping")
         if args["deepspeed_multinode_launcher"] is None:
             args["deepspeed_multinode_launcher"] = "pdsh"
@@ -297,7 +302,7 @@ class Replay:
         self._dynamo()
         if args["use_fsdp"] and args["fsdp_cpu_ram_efficient_loading"] and not args["fsdp_sync_module_states"]:
             pointer = self.source.get("fsdp_sync_module_states") or self.where("fsdp_cpu_ram_efficient_loading")
-            self.fail("ACC019", pointer, "ValueError: When using `--fsdp_cpu_ram_efficient_loading` set "
+            self.fail(INVALID_SETTING, pointer, "ValueError: When using `--fsdp_cpu_ram_efficient_loading` set "
                                          "`--fsdp_sync_module_states` to `True`",
                       "the launcher tests truthiness: only false, 0, empty or null turn sync_module_states off")
         self._parallelism()
@@ -312,35 +317,36 @@ class Replay:
         try:
             int(nproc)
         except ValueError:
-            code = "ACC007" if self.args["num_processes"] is None else "ACC019"
-            self.fail(code, self.where("num_processes"), f"ValueError: Unsupported nproc_per_node value: {nproc}",
+            rule = NUM_PROCESSES_MISSING if self.args["num_processes"] is None else INVALID_SETTING
+            self.fail(rule, self.where("num_processes"), f"ValueError: Unsupported nproc_per_node value: {nproc}",
                       "torchrun needs a whole number of processes per machine")
 
     def _simple(self) -> None:
         args = self.args
         num_processes, num_machines = args["num_processes"], args["num_machines"]
         if args["mpirun_hostfile"] is not None:
-            self.attempt("ACC019", self.where("num_processes"),
+            self.attempt(INVALID_SETTING, self.where("num_processes"),
                          lambda: str(num_processes // num_machines) if num_processes and num_machines else "1")
             if not isinstance(args["mpirun_hostfile"], str):
-                self.fail("ACC019", self.where("mpirun_hostfile"), "TypeError: expected str, bytes or os.PathLike "
-                                                                   f"object, not {type(args['mpirun_hostfile']).__name__}")
-        ok, multi = self.attempt("ACC019", self.where("num_machines"), lambda: num_machines > 1,
+                self.fail(INVALID_SETTING, self.where("mpirun_hostfile"),
+                          f"TypeError: expected str, bytes or os.PathLike object, not "
+                          f"{type(args['mpirun_hostfile']).__name__}")
+        ok, multi = self.attempt(INVALID_SETTING, self.where("num_machines"), lambda: num_machines > 1,
                                  "num_machines must be a number")
         if ok and multi:
             if args["main_process_ip"] is None:
-                self.fail("ACC013", self.where("main_process_ip"), "AssertionError: When using multiple machines, "
-                                                                   "you need to specify the main process IP.")
+                self.fail(MAIN_PROCESS_IP, self.where("main_process_ip"),
+                          "AssertionError: When using multiple machines, you need to specify the main process IP.")
             if args["main_process_port"] is None:
-                self.fail("ACC013", self.where("main_process_port"), "AssertionError: When using multiple "
+                self.fail(MAIN_PROCESS_IP, self.where("main_process_port"), "AssertionError: When using multiple "
                                                                      "machines, you need to specify the main "
                                                                      "process port.")
-        ok_np, many = self.attempt("ACC019", self.where("num_processes"),
+        ok_np, many = self.attempt(INVALID_SETTING, self.where("num_processes"),
                                    lambda: num_processes is not None and num_processes > 1)
         master = (ok_np and many) or (ok and multi)
         use_cpu = str(args["cpu"] or args.get("use_cpu"))
         if use_cpu.lower() not in TRUE_WORDS + FALSE_WORDS:
-            self.fail("ACC019", self.where("use_cpu"), f"ValueError: invalid truth value {use_cpu.lower()}",
+            self.fail(INVALID_SETTING, self.where("use_cpu"), f"ValueError: invalid truth value {use_cpu.lower()}",
                       "use_cpu must be true or false")
         self._mixed_precision()
         self._dynamo()
@@ -350,5 +356,6 @@ class Replay:
             raw_env["main_process_ip"] = args["main_process_ip"] if args["main_process_ip"] is not None else ""
         for option, value in raw_env.items():
             if not isinstance(value, str):
-                self.fail("ACC019", self.where(option), "TypeError: expected str, bytes or os.PathLike object, not "
-                                                        f"{type(value).__name__}", f"write {option} as text")
+                self.fail(INVALID_SETTING, self.where(option),
+                          f"TypeError: expected str, bytes or os.PathLike object, not {type(value).__name__}",
+                          f"write {option} as text")

@@ -1,20 +1,47 @@
 """`dsconfig lint PATH...`: findings for config files, and the exit code CI gates on.
 
+Three steps: the configuration file and the command line become engine options and a rule
+selection (`_selection`, `_options`), the engine lints (and `--fix` fixes) the files (`_run`), and
+the findings are reported in the chosen format (`_report`).
+
 Exit codes: 0 nothing at or above `--fail-on` (default: error), 1 findings at or above it (or, with
-`--diff`, changes to make), 2 a usage or configuration error (or an internal error). `--exit-zero`
-turns 1 into 0, never 2.
+`--diff`, changes to make), 2 a usage or configuration error, or an internal error (a check that
+crashed: the message names the file; please report it). `--exit-zero` turns 1 into 0, never 2.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import NamedTuple
 
 import click
 
-from ..engine import TARGETS
+from ..targets import NAMES as TARGET_NAMES
 
 FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
+
+
+class Selection(NamedTuple):
+    """What the configuration file and the command line say about which findings count."""
+    settings: object  # dsconfig.settings.Settings
+    enabled: frozenset  # rule codes reported
+    fail_on: str
+
+
+class Inputs(NamedTuple):
+    """The engine's options and where the files come from."""
+    options: object  # dsconfig.engine.Options
+    paths: tuple[str, ...]  # with `-` replaced by the standard input's name
+    virtual: list[str]  # names that are not on disk (standard input)
+    stdin_text: dict  # {name: text} for the standard input, when it is UTF-8
+
+
+class Outcome(NamedTuple):
+    files: list[str]  # the files collected from the paths
+    findings: list  # reported: selected and not suppressed
+    documents: dict  # path -> Document, for --fix, source frames and regions
+    fixes: object  # dsconfig.fix.FixRun with --fix or --diff, else None
 
 
 def _world_sizes(value: str | None) -> tuple[int, ...] | None:
@@ -50,7 +77,7 @@ def _fail(message: str) -> None:
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))  # unreadable: one line, below
-@click.option("--target", type=click.Choice(TARGETS),
+@click.option("--target", type=click.Choice(TARGET_NAMES),
               help="Who loads the config. Default: hf-trainer when the file holds \"auto\", else deepspeed.")
 @click.option("--world-size", "world_size", metavar="N[,N...]",
               help="World size(s) to check the batch arithmetic at, e.g. 8 or 1,2,4,8.")
@@ -85,7 +112,8 @@ def _fail(message: str) -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
 @click.option("--max-file-size", "max_file_size", metavar="SIZE",
-              help="Do not read files larger than this (e.g. 4MB); a file named like a config over it is DS007. Default: 256KB.")
+              help="Do not read files larger than this (e.g. 4MB; K, M and G are powers of 1024); a file named "
+                   "like a config over it is DS007. Default: 256KB.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
 def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, force, color,
@@ -95,10 +123,34 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
 
     `-` reads standard input. With --fix, safe fixes are written back (stdin: the fixed text is printed).
     """
-    from .. import engine, settings as settings_module
-    from ..suppress import Suppressor, apply, enabled_codes
+    if unsafe_fixes and not (apply_fixes or diff):
+        raise click.UsageError("--unsafe-fixes needs --fix or --diff")
+    if output_file is not None and os.path.lexists(output_file) and not force:
+        _fail(f"{output_file} exists; pass --force to overwrite it")
+    selection = _selection(config_path, no_config, select, ignore, fail_on)
+    inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
+                      max_file_size, stdin_filename)
+    outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes)
+    if diff:
+        sys.exit(_print_diff(outcome.fixes))
+    if apply_fixes:
+        _write_fixes(outcome.fixes)
+    _report(outcome, selection, output_format, output_file, color, statistics, unsafe_fixes,
+            stdin=bool(inputs.stdin_text) and apply_fixes)
+    if exit_zero:
+        sys.exit(0)
+    from .. import report
+    sys.exit(1 if report.failing(outcome.findings, selection.fail_on) else 0)
 
-    # -- configuration, then the command line over it ------------------------------------------------
+
+# -- settings -> options --------------------------------------------------------------------------------
+
+
+def _selection(config_path, no_config, select, ignore, fail_on) -> Selection:
+    """The configuration file, then the command line's --select/--ignore/--fail-on over it."""
+    from .. import settings as settings_module
+    from ..suppress import enabled_codes
+
     try:
         settings = settings_module.resolve(config_path, no_config)
     except settings_module.ConfigError as error:
@@ -107,8 +159,13 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
     cli_select, cli_ignore = _selectors(select, "--select"), _selectors(ignore, "--ignore")
     if cli_select is not None or cli_ignore is not None:
         layers.append((cli_select, cli_ignore or ()))
-    enabled = enabled_codes(layers)
-    fail_on = fail_on or settings.fail_on or "error"
+    return Selection(settings, enabled_codes(layers), fail_on or settings.fail_on or "error")
+
+
+def _options(settings, paths, target, world_size, gpus, nodes, training_args, dataset_size, max_file_size,
+             stdin_filename) -> Inputs:
+    from .. import engine, targets
+    from .. import files as files_module
 
     sizes = _world_sizes(world_size)
     if gpus is not None or nodes is not None:
@@ -126,22 +183,14 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
             args = load_training_args(training_args)
         except ValueError as error:
             raise click.UsageError(str(error)) from None
-    if unsafe_fixes and not (apply_fixes or diff):
-        raise click.UsageError("--unsafe-fixes needs --fix or --diff")
-    if output_file is not None and os.path.lexists(output_file) and not force:
-        _fail(f"{output_file} exists; pass --force to overwrite it")
-    from .. import files as files_module
     max_bytes = files_module.MAX_BYTES
     if max_file_size is not None:
         try:
-            max_bytes = files_module.parse_size(max_file_size)
+            max_bytes = files_module.parse_file_size(max_file_size)
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--max-file-size") from None
 
-    # -- inputs ---------------------------------------------------------------------------------------
-    sources: dict = {}
-    stdin_text: dict = {}
-    virtual: list[str] = []
+    sources, stdin_text, virtual = {}, {}, []
     if paths.count("-") > 1:
         raise click.UsageError("`-` (standard input) can be given once")
     if stdin_filename is not None and "-" not in paths:
@@ -161,42 +210,61 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
             pass
         virtual.append(name)
         paths = tuple(name if p == "-" else p for p in paths)
+    options = engine.Options(target=targets.BY_NAME[target] if target else settings.target, world_sizes=sizes,
+                             gpus=gpus, nodes=nodes, training_args=args, dataset_size=dataset_size,
+                             sources=sources or None, max_bytes=max_bytes)
+    return Inputs(options, paths, virtual, stdin_text)
+
+
+# -- run ---------------------------------------------------------------------------------------------------
+
+
+def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool, fixing: bool,
+         unsafe: bool) -> Outcome:
+    """Collect the files, lint them (and fix them), keep what is selected and not suppressed."""
+    from .. import engine
+    from ..suppress import Suppressor, apply
+
+    settings = selection.settings
     patterns = None
     if exclude or settings.exclude:
         from ..pathmatch import PatternSet
         patterns = PatternSet(os.getcwd(), exclude) if exclude else PatternSet(settings.root, settings.exclude)
-    documents: dict = {}
-    options = engine.Options(target=target or settings.target, world_sizes=sizes, gpus=gpus, nodes=nodes,
-                             training_args=args, dataset_size=dataset_size, sources=sources or None,
-                             documents=documents, max_bytes=max_bytes)
-
-    # -- lint (and fix) --------------------------------------------------------------------------------
-    run = None
+    fixes = None
     try:
-        files = engine.collect(paths, exclude=patterns, virtual=virtual, gitignore=respect_gitignore)
-        if apply_fixes or diff:
+        files = engine.collect(inputs.paths, exclude=patterns, virtual=inputs.virtual, gitignore=respect_gitignore)
+        if fixing:
             from .. import fix
-            run = fix.run(files, options, Suppressor(settings, enabled).keep, unsafe=unsafe_fixes, stdin=stdin_text)
-            found, documents = run.findings, run.documents
+            fixes = fix.run(files, inputs.options, Suppressor(settings, selection.enabled).keep, unsafe=unsafe,
+                            stdin=inputs.stdin_text)
+            found, documents = fixes.findings, fixes.documents
         else:
-            found = engine.lint_files(files, options)  # pairs each Accelerate YAML with its ds_config.json
+            found, documents = engine.lint_files(files, inputs.options)
     except engine.UsageError as error:
         _fail(str(error))
+    except engine.InternalError as error:
+        _internal_error(str(error))
     except Exception as error:  # never a traceback for the user; ask for a report instead
-        click.echo(f"dsconfig: internal error: {type(error).__name__}: {error} "
-                   "(please report this with the file that caused it)", err=True)
-        sys.exit(2)
-    findings = apply(found, set(files) | set(documents), settings, enabled)
-    linted = len(set(files) | set(documents))
+        _internal_error(f"{type(error).__name__}: {error}")
+    findings = apply(found, set(files) | set(documents), settings, selection.enabled)
+    return Outcome(files, findings, documents, fixes)
 
-    if diff:
-        sys.exit(_print_diff(run))
-    if apply_fixes:
-        _write_fixes(run)
 
-    # -- report ----------------------------------------------------------------------------------------
+def _internal_error(what: str) -> None:
+    click.echo(f"dsconfig: internal error: {what} (please report this with the file that caused it)", err=True)
+    sys.exit(2)
+
+
+# -- report ------------------------------------------------------------------------------------------------
+
+
+def _report(outcome: Outcome, selection: Selection, output_format: str, output_file, color: str, statistics: bool,
+            unsafe_fixes: bool, stdin: bool) -> None:
+    """The findings (or statistics) to stdout or -o, then the summary line on stderr."""
     from .. import report
-    to_terminal = output_file is None and not (apply_fixes and stdin_text)
+
+    findings, documents, settings = outcome.findings, outcome.documents, selection.settings
+    to_terminal = output_file is None and not stdin
     stream_tty = sys.stdout.isatty() if to_terminal else False
     use_color = color == "always" or (color == "auto" and stream_tty and not os.environ.get("NO_COLOR"))
     context = report.Context(color=use_color, unsafe_fixes=unsafe_fixes)
@@ -220,22 +288,21 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
             write_atomic(output_file, text)
         except OSError as error:
             _fail(f"{output_file}: cannot write: {error.strerror or error}")
-    elif apply_fixes and stdin_text:
+    elif stdin:
         click.echo(text, nl=False, err=True)  # stdout carries the fixed text
     else:
         click.echo(text, nl=False, color=use_color)
     if output_format in ("concise", "full") or statistics:
+        linted = len(set(outcome.files) | set(documents))
         line = report.summary(findings, linted, context)
-        if apply_fixes and run is not None:
+        run = outcome.fixes
+        if run is not None:
             fixed = sum(result.fixed for result in run.files.values() if result.changed)
             changed = sum(1 for result in run.files.values() if result.changed)
             if changed:
                 line = f"fixed {fixed} problem{'' if fixed == 1 else 's'} in {changed} " \
                        f"file{'' if changed == 1 else 's'}; {'remaining: ' if findings else ''}{line}"
         click.echo(line, err=True)
-    if exit_zero:
-        sys.exit(0)
-    sys.exit(1 if report.failing(findings, fail_on) else 0)
 
 
 def _print_diff(run) -> int:

@@ -1,4 +1,5 @@
-"""`dsconfig rules` lists every rule; `dsconfig rule CODE_OR_NAME` explains one.
+"""`dsconfig rules` lists every rule; `dsconfig rule CODE_OR_NAME` explains one, with what `dsconfig lint`
+reports on the rule's failing example (run here, on the example's files in a temporary folder).
 
 Exit codes: 0, or 2 for an unknown rule (one line on stderr, with a did-you-mean).
 """
@@ -6,12 +7,14 @@ Exit codes: 0, or 2 for an unknown rule (one line on stderr, with a did-you-mean
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 
 import click
 
 _FORMATS = click.Choice(("text", "json"))
+_CONFIG_FILES = ("pyproject.toml", ".dsconfig.toml")
 
 
 @click.command()
@@ -37,21 +40,21 @@ def rules(output_format):
               help="text: the explanation, with dsconfig's output on the example; json: the rule's docs.")
 def rule(code_or_name, output_format):
     """Explain one rule: what it checks, why it matters, an example and the fix (e.g. DS202 or batch-mismatch)."""
-    from .. import ruledocs
+    from ..report import rule_docs
 
     found = lookup(code_or_name)
     if found is None:
         click.echo(f"dsconfig: error: {unknown_message(code_or_name)}", err=True)
         sys.exit(2)
     if output_format == "json":
-        click.echo(json.dumps(ruledocs.as_dict(found), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(rule_docs.as_dict(found), indent=2, ensure_ascii=False))
         return
     try:
-        output = ruledocs.example_output(found)
+        output = example_output(found)
     except Exception as error:  # the explanation must still show if linting the example breaks
         output = [f"(could not lint the example: {type(error).__name__}: {error})"]
     width = min(max(shutil.get_terminal_size((100, 24)).columns, 60), 100)
-    click.echo(ruledocs.terminal(found, width=width, output=output), nl=False)
+    click.echo(rule_docs.terminal(found, width=width, output=output), nl=False)
 
 
 def lookup(text: str):
@@ -63,14 +66,69 @@ def lookup(text: str):
 
 
 def unknown_message(text: str) -> str:
-    import difflib
-
     from ..rules import RULES
+    from ..values import closest
 
     spellings = {code.lower(): code for code in RULES}
     spellings.update({rule.name: rule.code for rule in RULES.values()})
-    guess = difflib.get_close_matches(text.strip().lower(), list(spellings), n=1, cutoff=0.6)
+    guess = closest(text.strip().lower(), spellings, cutoff=0.6)
     if guess:
-        code = spellings[guess[0]]
+        code = spellings[guess]
         return f"unknown rule `{text}`; did you mean {code} ({RULES[code].name})?"
     return f"unknown rule `{text}`; `dsconfig rules` lists them all"
+
+
+# -- running a rule's example ------------------------------------------------------------------------
+
+
+def example_output(rule) -> list[str]:
+    """`dsconfig lint`'s lines for the rule's own findings on its failing example (concise format)."""
+    found = [f for f in lint_example(rule.failing) if f["code"] == rule.code]
+    return [f"{f['file']}:{f['line']}:{f['column']}: {f['code']} {f['message']}" for f in found]
+
+
+def lint_arguments(example) -> list[str]:
+    """`dsconfig lint` arguments for the example: its command line, JSON output, and no configuration file from
+    outside the example's folder (a folder above the temporary one must not change what the example shows)."""
+    import shlex
+
+    args = shlex.split(example.command())[2:] + ["--format", "json"]
+    if not any(os.path.basename(name) in _CONFIG_FILES for name, _ in example.files):
+        args.append("--no-config")
+    return args
+
+
+def lint_example(example) -> list[dict]:
+    """Run `dsconfig lint --format json` as the example's command line says, in a fresh folder holding its
+    files (the working directory while it runs, so relative paths and pyproject.toml resolve there), and
+    return the findings as the JSON output lists them. Messages that mention the folder show `.` instead."""
+    import contextlib
+    import io
+    import tempfile
+
+    from .lint import lint
+
+    args = lint_arguments(example)
+    with tempfile.TemporaryDirectory(prefix="dsconfig-example-") as folder:
+        previous = os.getcwd()
+        os.chdir(folder)
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            for name, text in example.shown_files():
+                if os.path.dirname(name):
+                    os.makedirs(os.path.dirname(name), exist_ok=True)
+                with open(name, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    lint.main(args, prog_name="dsconfig lint", standalone_mode=False)
+                except SystemExit as exit_:
+                    if exit_.code not in (0, 1, None):
+                        raise RuntimeError(err.getvalue().strip() or f"exit status {exit_.code}") from None
+        finally:
+            os.chdir(previous)
+        findings = json.loads(out.getvalue() or "[]")
+        for spelled in {folder, os.path.realpath(folder)}:
+            for finding in findings:
+                finding["message"] = finding["message"].replace(spelled, ".")
+    return findings

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..findings import PARSE, Finding
+from ..findings import Finding
+from ..phases import INITIALIZE, PARSE
+from ..rules.batch import (
+    BATCH_MISMATCH,
+    BATCH_MISSING,
+    BATCH_NO_WORLD_SIZE,
+    BATCH_TYPE,
+    BATCH_WORLD_SIZES,
+    FRACTIONAL_WORLD_SIZE,
+    MICRO_BATCH_ONE,
+)
 from ..values import divisors
 
 TBS = "train_batch_size"
@@ -207,7 +217,7 @@ def check_types(config: dict, auto_filled: frozenset, written: dict | None = Non
             # and fails even earlier, dividing by zero).
             shown = "false (0 in DeepSpeed's arithmetic)" if value is False else repr(value)
             message = f"{key} is {shown}; it must be a positive integer"
-            findings.append(Finding("DS201", message, POINTER[key], fails_in=PARSE, fix=fix))
+            findings.append(Finding(BATCH_TYPE, message, POINTER[key], fails_in=PARSE, fix=fix))
             continue
         if isinstance(value, (int, float)):  # bool, or a float (DeepSpeed computes with it)
             if isinstance(value, bool):
@@ -218,7 +228,7 @@ def check_types(config: dict, auto_filled: frozenset, written: dict | None = Non
                        "Accelerate) keeps the float and a DataLoader rejects batch_size=%r; write %d" % (value, value))
             else:
                 why = "a fractional batch size cannot be split into samples"
-            findings.append(Finding("DS201", f"{key} is {_describe(value)} ({value!r}); {why}", POINTER[key],
+            findings.append(Finding(BATCH_TYPE, f"{key} is {_describe(value)} ({value!r}); {why}", POINTER[key],
                                     fix=fix))
             continue
         if value == "auto":
@@ -226,15 +236,10 @@ def check_types(config: dict, auto_filled: frozenset, written: dict | None = Non
         # Strings, lists, objects: DeepSpeed's arithmetic raises TypeError on them.
         shown = f"{value!r}" if isinstance(value, str) else _describe(value)
         hint = f" Write {meant} without quotes." if fix else ""
-        findings.append(Finding("DS201", f"{key} is {shown}, not a number: DeepSpeed fails with a TypeError "
-                                         f"while resolving the batch size.{hint}", POINTER[key],
+        findings.append(Finding(BATCH_TYPE, f"{key} is {shown}, not a number: DeepSpeed fails with a TypeError "
+                                            f"while resolving the batch size.{hint}", POINTER[key],
                                 fails_in=PARSE, fix=fix))
     return findings
-
-
-class BatchReport(NamedTuple):
-    findings: list[Finding]
-    working_world_sizes: list[int] | None  # for the no-world-size analysis
 
 
 def _values(config: dict, auto_filled: frozenset):
@@ -248,29 +253,30 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
         dp = data_parallel_size(config, world_size)
     except Exception as error:
         sp = config.get("sequence_parallel_size")
-        return [Finding("DS206", f"sequence_parallel_size {sp!r} breaks DeepSpeed's world size computation "
-                                 f"({world_size} / {sp!r}: {type(error).__name__}: {error})",
+        return [Finding(FRACTIONAL_WORLD_SIZE, f"sequence_parallel_size {sp!r} breaks DeepSpeed's world size "
+                                               f"computation ({world_size} / {sp!r}: {type(error).__name__}: {error})",
                         "/sequence_parallel_size", fails_in=PARSE, world_size=world_size)]
     values = _values(config, auto_filled)
     outcome = resolve(*values, dp)
     if isinstance(dp, float) and not dp.is_integer():  # 8 / 4 = 2.0 is a float but divides evenly
         sp = config["sequence_parallel_size"]
         findings.append(Finding(
-            "DS206", f"sequence_parallel_size {sp} does not divide world size {world_size}: DeepSpeed's "
-                     f"data-parallel size becomes {dp}" + ("" if outcome.ok else " and the batch check fails"),
-            "/sequence_parallel_size", fails_in=PARSE if not outcome.ok else "initialize", world_size=world_size))
+            FRACTIONAL_WORLD_SIZE,
+            f"sequence_parallel_size {sp} does not divide world size {world_size}: DeepSpeed's data-parallel size "
+            f"becomes {dp}" + ("" if outcome.ok else " and the batch check fails"),
+            "/sequence_parallel_size", fails_in=PARSE if not outcome.ok else INITIALIZE, world_size=world_size))
     if outcome.ok:
         micro = outcome.values[1]
         if micro == 1 and values[1] is None:  # explicit 1s are reported once, without a world size
-            findings.append(Finding("DS205", f"at world size {world_size} each GPU gets 1 sample per step "
-                                             f"({TBS} {values[0]} over {world_size} GPUs); BatchNorm layers need "
-                                             "at least 2", POINTER[TBS], world_size=world_size))
+            findings.append(Finding(MICRO_BATCH_ONE, f"at world size {world_size} each GPU gets 1 sample per step "
+                                                     f"({TBS} {values[0]} over {world_size} GPUs); BatchNorm layers "
+                                                     "need at least 2", POINTER[TBS], world_size=world_size))
         return findings
     if outcome.kind != "assert" or any(_non_positive(v) for v in values):
         return findings  # missing keys, type errors and non-positive values do not depend on the world size
     ints = [as_int(v) for v in values]
     if isinstance(dp, float) or any(v is not None and i is None for v, i in zip(values, ints)):
-        findings.append(Finding("DS202", f"{outcome.error} (world size {world_size})", POINTER[TBS],
+        findings.append(Finding(BATCH_MISMATCH, f"{outcome.error} (world size {world_size})", POINTER[TBS],
                                 fails_in=PARSE, world_size=world_size))
         return findings
     tbs, mbs, gas = ints
@@ -289,7 +295,7 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
     message = f"at world size {world_size}{detail}. DeepSpeed: {outcome.error}"
     if advice:
         message += f". To fix: {advice}"
-    findings.append(Finding("DS202", message, pointer, fails_in=PARSE, world_size=world_size,
+    findings.append(Finding(BATCH_MISMATCH, message, pointer, fails_in=PARSE, world_size=world_size,
                             fix=str(options[0].value) if options else None))
     return findings
 
@@ -304,8 +310,8 @@ def world_independent(config: dict, auto_filled: frozenset = frozenset()) -> lis
     if values[0] is None and values[1] is None:
         if auto_filled & {TBS, MBS}:
             return []
-        return [Finding("DS200", f"DeepSpeed fails: {MISSING}. Add {MBS} (the per-GPU batch); DeepSpeed derives "
-                                 f"{TBS} from it, the accumulation steps and the world size", "", fails_in=PARSE)]
+        return [Finding(BATCH_MISSING, f"DeepSpeed fails: {MISSING}. Add {MBS} (the per-GPU batch); DeepSpeed derives "
+                                       f"{TBS} from it, the accumulation steps and the world size", "", fails_in=PARSE)]
     return []
 
 
@@ -348,7 +354,7 @@ def check_without_world_size(config: dict, auto_filled: frozenset = frozenset())
         fix_value = nearest_multiple(tbs, unit)
         message = (f"{TBS} {tbs} is not a multiple of {of}, so no world size satisfies {tbs} = {unit} × world_size; "
                    f"DeepSpeed fails at every world size. Set {TBS} to a multiple of {unit}, e.g. {fix_value}")
-        return [Finding("DS203", message, POINTER[TBS], fails_in=PARSE, fix=str(fix_value))]
+        return [Finding(BATCH_NO_WORLD_SIZE, message, POINTER[TBS], fails_in=PARSE, fix=str(fix_value))]
     shown = ", ".join(str(s) for s in sizes[:12]) + (", ..." if len(sizes) > 12 else "")
     formula = " × ".join(str(p) for p in (mbs, gas) if p is not None)
     if mbs is not None and gas is not None:
@@ -356,4 +362,4 @@ def check_without_world_size(config: dict, auto_filled: frozenset = frozenset())
     else:
         message = f"{TBS} {tbs} resolves only at world sizes {shown}"
     message += "; pass --world-size to check the GPU count you launch"
-    return [Finding("DS204", message, POINTER[TBS])]
+    return [Finding(BATCH_WORLD_SIZES, message, POINTER[TBS])]

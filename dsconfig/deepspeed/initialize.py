@@ -3,8 +3,9 @@
 A config that DeepSpeedConfig accepts can still fail when the engine is built: the optimizer
 and scheduler constructors receive `optimizer.params` / `scheduler.params` as **kwargs, ZeRO's
 optimizers assert on combinations of settings, and the pipeline, activation-checkpointing and
-AutoTP code paths add their own asserts (deepspeed.md §5.2). Other settings are accepted and
-then ignored or changed (§5.4). This module replays those decisions statically for DeepSpeed
+AutoTP code paths add their own asserts (runtime/engine.py, runtime/zero/, runtime/pipe/,
+runtime/activation_checkpointing/). Other settings are accepted and then ignored or changed
+(offload settings a stage does not use, ZeRO-3-only keys below stage 3). This module replays those decisions statically for DeepSpeed
 0.19.8 and the integration the config is written for:
 
   deepspeed    the script calls deepspeed.initialize; DeepSpeed builds the optimizer from the
@@ -29,8 +30,37 @@ DeepSpeed 0.19.8 and tests compare them with the installed packages.
 
 from __future__ import annotations
 
-
-from ..findings import INITIALIZE, Finding, pointer_from, pointer_join
+from ..findings import Finding
+from ..phases import INITIALIZE
+from ..pointers import pointer_from, pointer_join
+from ..rules.keys import IGNORED_KEY
+from ..rules.optimizer import (
+    GRADIENT_CLIPPING_DEFAULT,
+    LAMB_LOSS_SCALE,
+    MUON_BF16_OPTIMIZER,
+    MUON_REDUCE_SCATTER,
+    OPTIMIZER_NAME,
+    OPTIMIZER_PARAMS,
+    SCHEDULER_ADVICE,
+    SCHEDULER_NAME,
+    SCHEDULER_PARAMS,
+    UNTESTED_OPTIMIZER,
+)
+from ..rules.precision import DTYPE_MISMATCH, MASTER_WEIGHTS_OFFLOAD, TORCH_AUTOCAST
+from ..rules.sections import ACTIVATION_CHECKPOINTING, PIPELINE_FLAGS, TENSOR_PARALLEL
+from ..rules.zero import (
+    ALLGATHER_BUCKET_ODD,
+    COMPUTE_GRAD_NORM,
+    LEGACY_STAGE1,
+    MANAGED_GRADIENT_ACCUMULATION,
+    NVME_PATH_MISSING,
+    OFFLOAD_CLIENT_OPTIMIZER,
+    OFFLOAD_IGNORED,
+    PIPELINE_ZERO,
+    REDUCE_SCATTER_SCALING,
+    STAGE_MISMATCHED_KEYS,
+)
+from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..values import closest, is_auto, to_json
 
 # ---------------------------------------------------------------------------------------------
@@ -175,21 +205,18 @@ ZERO_OFFLOAD_CLIENT = ("ZeRORuntimeException: You are using ZeRO-Offload with a 
                        "in most cases will yield poor performance. Please either use "
                        "deepspeed.ops.adam.DeepSpeedCPUAdam or set an optimizer in your ds-config ...")
 
-_SAFE = True  # tests switch this off so that a bug in a check raises instead of vanishing
+def check_initialize(config: dict, resolved: dict, target: Target) -> list[Finding]:
+    """Everything DeepSpeed (and the target's integration) does after parsing the config.
 
-
-def check_initialize(config: dict, resolved: dict, target: str) -> list[Finding]:
-    """Everything DeepSpeed (and the target's integration) does after parsing the config."""
+    A check that raises is dsconfig's bug: the exception propagates, and `dsconfig lint` reports an
+    internal error naming the file (exit code 2) instead of a silently shorter list of findings.
+    """
     if not isinstance(config, dict):
         return []
     setup = _Setup(config, resolved if isinstance(resolved, dict) else {}, target)
     findings: list[Finding] = []
     for check in CHECKS:
-        try:
-            findings.extend(check(setup))
-        except Exception:
-            if not _SAFE:
-                raise
+        findings.extend(check(setup))
     return findings
 
 
@@ -200,7 +227,7 @@ def check_initialize(config: dict, resolved: dict, target: str) -> list[Finding]
 class _Setup:
     """The facts every rule needs, computed once: stage, offload, precision, the optimizer."""
 
-    def __init__(self, config: dict, resolved: dict, target: str):
+    def __init__(self, config: dict, resolved: dict, target: Target):
         self.config = config
         self.target = target
         self.zero = _dict_or_none(resolved.get("zero_optimization"))
@@ -216,7 +243,7 @@ class _Setup:
         # The Trainer and prepare() replace these "auto"s before DeepSpeed sees them (stage: the plugin's
         # zero_stage, 2 by default; precision: the mixed-precision setting); `resolved` has DeepSpeed's
         # view, where "auto" is dropped. For those targets the value is unknown: rules needing it skip.
-        filled = target in ("hf-trainer", "accelerate")
+        filled = target.fills_auto
         self.stage = _int(self.zero.get("stage")) if self.zero else None
         if filled and self.raw_zero.get("stage") == "auto":
             self.stage = None
@@ -249,7 +276,7 @@ class _Setup:
         self.basic = _basic_optimizer(self) if self.builds_optimizer and _known_name(self.name) else None
         # Without an optimizer block the script supplies one (Trainer: its own torch optimizer). The
         # integrations test for the block itself; plain DeepSpeed builds nothing without a type.
-        self.client_optimizer = self.raw_name is None if target == "deepspeed" else "optimizer" not in config
+        self.client_optimizer = self.raw_name is None if target is DEEPSPEED else "optimizer" not in config
         self.pipeline = _signals_pipeline(config, target)
 
     def zero_key(self, *paths) -> str:
@@ -366,7 +393,7 @@ def _basic_optimizer(s: _Setup) -> str | None:
     return "torch." + name
 
 
-def _signals_pipeline(config: dict, target: str) -> bool:
+def _signals_pipeline(config: dict, target: Target) -> bool:
     """Assume a PipelineModule when a plain-DeepSpeed config has a non-empty `pipeline` section.
 
     DeepSpeed reads `pipeline` for every model but acts on it only in PipelineEngine, which
@@ -374,7 +401,7 @@ def _signals_pipeline(config: dict, target: str) -> bool:
     the section is meant for one. The Trainer, Accelerate and Lightning never build a PipelineModule.
     """
     section = config.get("pipeline")
-    return target == "deepspeed" and isinstance(section, dict) and bool(section)
+    return target is DEEPSPEED and isinstance(section, dict) and bool(section)
 
 
 def _locate(config: dict, *paths: tuple) -> str:
@@ -421,13 +448,13 @@ def _optimizer_name(s: _Setup):
     name = s.raw_name
     asserted = f"`AssertionError: {name} is not a supported DeepSpeed Optimizer`"
     if name.lower() in REMOVED_OPTIMIZERS:
-        yield Finding("DS500", f"optimizer {name!r} (1-bit Adam / 0/1 Adam / 1-bit LAMB) was removed in DeepSpeed "
-                               f"0.19.7: deepspeed.initialize raises {asserted}. Use \"adam\" or \"lamb\", or "
-                               "pin deepspeed<=0.19.6", "/optimizer/type", fails_in=INITIALIZE)
+        yield Finding(OPTIMIZER_NAME, f"optimizer {name!r} (1-bit Adam / 0/1 Adam / 1-bit LAMB) was removed in "
+                                      f"DeepSpeed 0.19.7: deepspeed.initialize raises {asserted}. Use \"adam\" or "
+                                      "\"lamb\", or pin deepspeed<=0.19.6", "/optimizer/type", fails_in=INITIALIZE)
         return
     if name in ("Optimizer", "lr_scheduler", "swa_utils"):
-        yield Finding("DS500", f"torch.optim.{name} is not an optimizer class: DeepSpeed's name check passes "
-                               "(getattr(torch.optim, name)) and calling it fails with TypeError",
+        yield Finding(OPTIMIZER_NAME, f"torch.optim.{name} is not an optimizer class: DeepSpeed's name check passes "
+                                      "(getattr(torch.optim, name)) and calling it fails with TypeError",
                       "/optimizer/type", fails_in=INITIALIZE)
         return
     exact = {n.lower(): n for n in TORCH_OPTIMIZERS}.get(name.lower())
@@ -435,9 +462,10 @@ def _optimizer_name(s: _Setup):
     hint = f"; did you mean {guess!r}?" if guess else ""
     if exact:
         hint = f"; torch names are case-sensitive: write {exact!r}"
-    yield Finding("DS500", f"optimizer {name!r} is neither a DeepSpeed optimizer ({', '.join(DEEPSPEED_OPTIMIZERS)}; "
-                           f"any case) nor a torch.optim class (exact case): deepspeed.initialize raises "
-                           f"{asserted}{hint}", "/optimizer/type", fails_in=INITIALIZE,
+    yield Finding(OPTIMIZER_NAME, f"optimizer {name!r} is neither a DeepSpeed optimizer "
+                                  f"({', '.join(DEEPSPEED_OPTIMIZERS)}; any case) nor a torch.optim class (exact "
+                                  f"case): deepspeed.initialize raises {asserted}{hint}",
+                  "/optimizer/type", fails_in=INITIALIZE,
                   fix=to_json(guess) if guess else None)
 
 
@@ -460,10 +488,11 @@ def _optimizer_params(s: _Setup):
         return
     base = "/optimizer/params"
     if "max_grad_norm" in s.params:  # checked before any constructor, for every optimizer type
-        yield Finding("DS501", "max_grad_norm in optimizer.params: deepspeed.initialize raises `ValueError: "
-                               "'max_grad_norm' is not supported as an optimizer parameter, please switch to using the "
-                               "deepspeed parameter 'gradient_clipping'`; move the value to the top-level "
-                               "\"gradient_clipping\"", base + "/max_grad_norm", fails_in=INITIALIZE, on_key=True)
+        yield Finding(OPTIMIZER_PARAMS, "max_grad_norm in optimizer.params: deepspeed.initialize raises `ValueError: "
+                                        "'max_grad_norm' is not supported as an optimizer parameter, please switch to "
+                                        "using the deepspeed parameter 'gradient_clipping'`; move the value to the "
+                                        "top-level \"gradient_clipping\"",
+                      base + "/max_grad_norm", fails_in=INITIALIZE, on_key=True)
     basic = s.basic
     if basic is None or basic.startswith("mup."):
         return  # name unknown (DS500), offload unknown, or mup's optimizers (not modelled)
@@ -479,26 +508,30 @@ def _optimizer_params(s: _Setup):
             continue
         pointer = pointer_join(base, key)
         if key in ("params", "model_params"):
-            yield Finding("DS501", f"{basic} receives the model parameters positionally: deepspeed.initialize "
-                                   f"raises `TypeError: {basic}.__init__() got multiple values for argument '{key}'`",
+            yield Finding(OPTIMIZER_PARAMS, f"{basic} receives the model parameters positionally: deepspeed.initialize "
+                                            f"raises `TypeError: {basic}.__init__() got multiple values for argument "
+                                            f"'{key}'`",
                           pointer, fails_in=INITIALIZE, on_key=True)
         elif key in injected:
             rename = "adam_w_mode" if key == "adamw_mode" and "adam_w_mode" not in s.params else None
-            yield Finding("DS501", f"DeepSpeed passes {key} to {basic} itself{why}: deepspeed.initialize raises "
-                                   f"`TypeError: {basic}() got multiple values for keyword argument '{key}'`"
+            yield Finding(OPTIMIZER_PARAMS, f"DeepSpeed passes {key} to {basic} itself{why}: deepspeed.initialize "
+                                            f"raises `TypeError: {basic}() got multiple values for keyword argument "
+                                            f"'{key}'`"
                                    + ("; write adam_w_mode, which DeepSpeed reads and forwards" if rename else ""),
                           pointer, fails_in=INITIALIZE, on_key=True, fix=_key_fix(rename))
         elif key not in accepted:
             guess = "adam_w_mode" if key == "adamw_mode" and "adam_w_mode" not in s.params \
                 else closest(key, [k for k in accepted if k not in injected] + list(popped), cutoff=0.75)
-            yield Finding("DS501", f"{basic} has no parameter {key!r}{why}: deepspeed.initialize raises `TypeError: "
-                                   f"{basic}.__init__() got an unexpected keyword argument '{key}'`"
+            yield Finding(OPTIMIZER_PARAMS, f"{basic} has no parameter {key!r}{why}: deepspeed.initialize raises "
+                                            f"`TypeError: {basic}.__init__() got an unexpected keyword argument "
+                                            f"'{key}'`"
                                    + (f"; did you mean {guess!r}?" if guess else ""),
                           pointer, fails_in=INITIALIZE, on_key=True, fix=_key_fix(guess))
     if basic in NO_AMSGRAD and s.params.get("amsgrad"):
         cls = "DeepSpeedCPUAdam" if basic == "ZenFlowCPUAdam" else basic
-        yield Finding("DS501", f"{basic} has no AMSGrad variant{why}: deepspeed.initialize raises `RuntimeError: "
-                               f"{cls} does not support the AMSGrad variant.`", base + "/amsgrad",
+        yield Finding(OPTIMIZER_PARAMS, f"{basic} has no AMSGrad variant{why}: deepspeed.initialize raises "
+                                        f"`RuntimeError: {cls} does not support the AMSGrad variant.`",
+                      base + "/amsgrad",
                       fails_in=INITIALIZE, fix="false")
 
 
@@ -519,13 +552,14 @@ def _muon_params(s: _Setup, base: str):
     for key in s.params:
         if key in popped or key in MUON_KEYS or key == "max_grad_norm":
             continue
-        yield Finding("DS102", f"Muon ignores optimizer.params.{key}: DeepSpeed copies only {', '.join(MUON_KEYS)} "
-                               "into Muon's parameter groups", pointer_join(base, key), on_key=True,
+        yield Finding(IGNORED_KEY, f"Muon ignores optimizer.params.{key}: DeepSpeed copies only {', '.join(MUON_KEYS)} "
+                                   "into Muon's parameter groups", pointer_join(base, key), on_key=True,
                       fix=_key_fix(closest(key, MUON_KEYS, cutoff=0.75)))
     method = s.params.get("ns_method", "gram")
     if not is_auto(method) and not (isinstance(method, str) and method in MUON_NS_METHODS):
-        yield Finding("DS501", f"Muon's ns_method must be \"gram\" or \"standard\": deepspeed.initialize raises "
-                               f"`AssertionError: ns_method must be one of {{'gram', 'standard'}}, got {method}`",
+        yield Finding(OPTIMIZER_PARAMS, "Muon's ns_method must be \"gram\" or \"standard\": deepspeed.initialize "
+                                        "raises `AssertionError: ns_method must be one of {'gram', 'standard'}, got "
+                                        f"{method}`",
                       base + "/ns_method", fails_in=INITIALIZE, fix='"gram"')
 
 
@@ -537,14 +571,15 @@ def _untested_optimizer(s: _Setup):
         return
     mup = " (and needs the mup package installed)" if s.basic.startswith("mup.") else ""
     who = ""
-    if s.target == "hf-trainer":
+    if s.target is HF_TRAINER:
         who = ("; the Trainer sets this flag only when it builds the optimizer itself, i.e. when the config has "
                "no optimizer block")
-    elif s.target == "accelerate":
+    elif s.target is ACCELERATE:
         who = "; prepare() sets this flag only for a torch optimizer passed from the script"
     written = "zero_allow_untested_optimizer" in s.config
-    yield Finding("DS502", f"{_stage_text(s.stage)} does not support optimizer {s.raw_name!r} ({s.basic}){mup}: "
-                           f"deepspeed.initialize raises `AssertionError: {UNTESTED}`{who}",
+    yield Finding(UNTESTED_OPTIMIZER, f"{_stage_text(s.stage)} does not support optimizer {s.raw_name!r} "
+                                      f"({s.basic}){mup}: deepspeed.initialize raises "
+                                      f"`AssertionError: {UNTESTED}`{who}",
                   "/zero_allow_untested_optimizer" if written else "/optimizer/type", fails_in=INITIALIZE,
                   fix="true" if written else None)
 
@@ -558,9 +593,10 @@ def _lamb_loss_scale(s: _Setup):
     if scale == 0:
         return
     note = "" if s.fp16.get("enabled") else " (the check reads fp16.loss_scale even though fp16 is disabled)"
-    yield Finding("DS503", f"the lamb optimizer needs dynamic loss scaling but fp16.loss_scale is {scale}{note}: "
-                           "deepspeed.initialize raises `AssertionError: DeepSpeed lamb optimizer requires dynamic "
-                           "loss scaling`", _locate(s.config, ("fp16", "loss_scale")), fails_in=INITIALIZE, fix="0")
+    yield Finding(LAMB_LOSS_SCALE, "the lamb optimizer needs dynamic loss scaling but fp16.loss_scale is "
+                                   f"{scale}{note}: deepspeed.initialize raises `AssertionError: DeepSpeed lamb "
+                                   "optimizer requires dynamic loss scaling`",
+                  _locate(s.config, ("fp16", "loss_scale")), fails_in=INITIALIZE, fix="0")
 
 
 def _muon_reduce_scatter(s: _Setup):
@@ -568,10 +604,27 @@ def _muon_reduce_scatter(s: _Setup):
     if s.name != "muon" or s.stage != 3 or not s.zero.get("reduce_scatter", True):
         return
     written = s.zero_written("reduce_scatter")
-    yield Finding("DS504", "Muon with ZeRO stage 3 needs \"reduce_scatter\": false"
-                           + ("" if written else " (it defaults to true)") + ": deepspeed.initialize raises "
-                           "`ValueError: Muon and reduce scatter cannot be used together`",
+    yield Finding(MUON_REDUCE_SCATTER, "Muon with ZeRO stage 3 needs \"reduce_scatter\": false"
+                                       + ("" if written else " (it defaults to true)") + ": deepspeed.initialize "
+                                       "raises `ValueError: Muon and reduce scatter cannot be used together`",
                   s.zero_key("reduce_scatter"), fails_in=INITIALIZE, fix="false" if written else None)
+
+
+def _muon_bf16_optimizer(s: _Setup):
+    """DS510: BF16_Optimizer takes Muon only with fp32 gradient accumulation and no model-parallel unit (a
+    PipelineModule brings one). The engine picks BF16_Optimizer for bf16 without ZeRO under a pipeline
+    (accumulating in bf16) and for the bf16 path of ZeRO stage 1 (accumulating in fp32)."""
+    if s.name != "muon" or not s.builds_optimizer or not s.pipeline:
+        return
+    without_zero = s.stage == 0 and s.model_dtype == "bf16" and s.grad_accum in (None, "bf16")
+    if not (without_zero or s.bf16_stage1):
+        return
+    accumulation = "bf16 (the model dtype, without ZeRO)" if without_zero else "fp32"
+    yield Finding(MUON_BF16_OPTIMIZER, f"Muon with bf16 under a pipeline ({_stage_text(s.stage)}, gradients "
+                                       f"accumulated in {accumulation}): DeepSpeed wraps it in its BF16 optimizer, "
+                                       "and deepspeed.initialize raises `ValueError: BF16 Muon currently requires "
+                                       "FP32 accumulation, dense DP and eager execution`", "/optimizer/type",
+                  fails_in=INITIALIZE)
 
 
 def _partial_offload(s: _Setup):
@@ -586,11 +639,12 @@ def _partial_offload(s: _Setup):
             f"{s.raw_name!r} builds {s.basic}: deepspeed.initialize raises `AssertionError: Hybrid Optimizer Only "
             "Supports DeepSpeedCPUAdam`")
     if s.basic in ("torch.Adam", "torch.AdamW"):
-        yield Finding("DS501", text, "/optimizer/params/torch_adam", fails_in=INITIALIZE, fix="false")
+        yield Finding(OPTIMIZER_PARAMS, text, "/optimizer/params/torch_adam", fails_in=INITIALIZE, fix="false")
     elif s.basic == "ZenFlowCPUAdam":
-        yield Finding("DS500", text + " (ZenFlow swaps in ZenFlowCPUAdam)", s.zero_key("zenflow"), fails_in=INITIALIZE)
+        yield Finding(OPTIMIZER_NAME, text + " (ZenFlow swaps in ZenFlowCPUAdam)", s.zero_key("zenflow"),
+                      fails_in=INITIALIZE)
     else:
-        yield Finding("DS500", text, "/optimizer/type", fails_in=INITIALIZE, fix='"adamw"')
+        yield Finding(OPTIMIZER_NAME, text, "/optimizer/type", fails_in=INITIALIZE, fix='"adamw"')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -605,37 +659,39 @@ def _scheduler(s: _Setup):
         return
     if "type" not in section:
         if "params" in section:
-            yield Finding("DS507", "scheduler.params without scheduler.type: DeepSpeed builds no scheduler and "
-                                   "ignores these params", "/scheduler/params")
+            yield Finding(SCHEDULER_ADVICE, "scheduler.params without scheduler.type: DeepSpeed builds no scheduler "
+                                            "and ignores these params", "/scheduler/params")
         return
     name = section["type"]
     if name is None:
         return
     if not isinstance(name, str):
-        yield Finding("DS505", f"scheduler.type must be a string, not {type(name).__name__}: deepspeed.initialize "
-                               f"raises `TypeError: attribute name must be string, not '{type(name).__name__}'`",
+        yield Finding(SCHEDULER_NAME, f"scheduler.type must be a string, not {type(name).__name__}: "
+                                      "deepspeed.initialize raises `TypeError: attribute name must be string, not "
+                                      f"'{type(name).__name__}'`",
                       "/scheduler/type", fails_in=INITIALIZE)
         return
     if name not in DS_SCHEDULERS and name not in TORCH_SCHEDULERS:
         yield _unknown_scheduler(name)
         return
     if name in TORCH_SCHEDULERS and s.wrapped:
-        yield Finding("DS505", f"torch scheduler {name!r} gets DeepSpeed's optimizer wrapper ({_wrapper(s)}), not a "
-                               f"torch.optim.Optimizer: deepspeed.initialize raises `TypeError: {_wrapper(s)} is not "
-                               "an Optimizer`. From the config only DeepSpeed's schedulers (WarmupLR, WarmupDecayLR, "
-                               "WarmupCosineLR, OneCycle, LRRangeTest) work with ZeRO or fp16/bf16; pass a torch "
-                               "scheduler from the script instead", "/scheduler/type", fails_in=INITIALIZE)
+        yield Finding(SCHEDULER_NAME, f"torch scheduler {name!r} gets DeepSpeed's optimizer wrapper ({_wrapper(s)}), "
+                                      "not a torch.optim.Optimizer: deepspeed.initialize raises `TypeError: "
+                                      f"{_wrapper(s)} is not an Optimizer`. From the config only DeepSpeed's "
+                                      "schedulers (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest) "
+                                      "work with ZeRO or fp16/bf16; pass a torch scheduler from the script instead",
+                      "/scheduler/type", fails_in=INITIALIZE)
     if "params" not in section or section["params"] is None:
-        yield Finding("DS506", f"scheduler {name!r} has no params: DeepSpeed calls {name}(optimizer, **None) and "
-                               "deepspeed.initialize raises `TypeError: ... argument after ** must be a mapping, not "
-                               "NoneType`; write \"params\": {} at least",
+        yield Finding(SCHEDULER_PARAMS, f"scheduler {name!r} has no params: DeepSpeed calls {name}(optimizer, **None) "
+                                        "and deepspeed.initialize raises `TypeError: ... argument after ** must be a "
+                                        "mapping, not NoneType`; write \"params\": {} at least",
                       "/scheduler/params" if "params" in section else "/scheduler/type", fails_in=INITIALIZE,
                       fix="{}" if "params" in section and not _signature(name)[0] else None)
         return
     params = section["params"]
     if not isinstance(params, dict):
-        yield Finding("DS506", f"scheduler.params must be an object: deepspeed.initialize raises `TypeError: ... "
-                               f"argument after ** must be a mapping, not {type(params).__name__}`",
+        yield Finding(SCHEDULER_PARAMS, "scheduler.params must be an object: deepspeed.initialize raises `TypeError: "
+                                        f"... argument after ** must be a mapping, not {type(params).__name__}`",
                       "/scheduler/params", fails_in=INITIALIZE)
         return
     yield from _scheduler_kwargs(name, params)
@@ -650,10 +706,10 @@ def _unknown_scheduler(name: str) -> Finding:
     exact = {n.lower(): n for n in known}.get(name.lower())
     guess = exact or closest(name, known, cutoff=0.75)
     hint = f"; names are case-sensitive: write {exact!r}" if exact else (f"; did you mean {guess!r}?" if guess else "")
-    return Finding("DS505", f"scheduler {name!r} is neither in deepspeed.runtime.lr_schedules "
-                            f"({', '.join(DS_SCHEDULERS)}) nor a torch.optim.lr_scheduler class: "
-                            "deepspeed.initialize raises `AssertionError: "
-                            f"DeepSpeed does not recognize LR scheduler {name}`{hint}", "/scheduler/type",
+    return Finding(SCHEDULER_NAME, f"scheduler {name!r} is neither in deepspeed.runtime.lr_schedules "
+                                   f"({', '.join(DS_SCHEDULERS)}) nor a torch.optim.lr_scheduler class: "
+                                   "deepspeed.initialize raises `AssertionError: "
+                                   f"DeepSpeed does not recognize LR scheduler {name}`{hint}", "/scheduler/type",
                    fails_in=INITIALIZE, fix=to_json(guess) if guess else None)
 
 
@@ -676,25 +732,28 @@ def _scheduler_kwargs(name: str, params: dict):
     for key in params:
         pointer = pointer_join("/scheduler/params", key)
         if key == "optimizer" and name != "ChainedScheduler":
-            yield Finding("DS506", f"DeepSpeed passes the optimizer to {name} itself: deepspeed.initialize raises "
-                                   f"`TypeError: {name}.__init__() got multiple values for argument 'optimizer'`",
+            yield Finding(SCHEDULER_PARAMS, f"DeepSpeed passes the optimizer to {name} itself: deepspeed.initialize "
+                                            f"raises `TypeError: {name}.__init__() got multiple values for argument "
+                                            "'optimizer'`",
                           pointer, fails_in=INITIALIZE, on_key=True)
         elif key not in accepted:
             guess = closest(key, accepted, cutoff=0.75)
-            yield Finding("DS506", f"{name} has no parameter {key!r}: deepspeed.initialize raises `TypeError: "
-                                   f"{name}.__init__() got an unexpected keyword argument '{key}'`"
+            yield Finding(SCHEDULER_PARAMS, f"{name} has no parameter {key!r}: deepspeed.initialize raises `TypeError: "
+                                            f"{name}.__init__() got an unexpected keyword argument '{key}'`"
                                    + (f"; did you mean {guess!r}?" if guess else ""),
                           pointer, fails_in=INITIALIZE, on_key=True, fix=_key_fix(guess))
     missing = [key for key in required if key not in params]
     if missing:
         names = " and ".join(repr(k) for k in missing)
-        yield Finding("DS506", f"{name} requires {names}: deepspeed.initialize raises `TypeError: {name}.__init__() "
-                               f"missing {len(missing)} required positional argument{'s' if len(missing) > 1 else ''}: "
-                               f"{names}`", "/scheduler/params", fails_in=INITIALIZE)
+        yield Finding(SCHEDULER_PARAMS, f"{name} requires {names}: deepspeed.initialize raises `TypeError: "
+                                        f"{name}.__init__() missing {len(missing)} required positional "
+                                        f"argument{'s' if len(missing) > 1 else ''}: {names}`",
+                      "/scheduler/params", fails_in=INITIALIZE)
     if name in NEEDS_PYTHON_OBJECTS:
-        yield Finding("DS506", f"{name} needs Python callables or scheduler objects, which a JSON config cannot hold; "
-                               "it fails when DeepSpeed builds it. Create it in the script and pass lr_scheduler= to "
-                               "deepspeed.initialize", "/scheduler/type", fails_in=INITIALIZE)
+        yield Finding(SCHEDULER_PARAMS, f"{name} needs Python callables or scheduler objects, which a JSON config "
+                                        "cannot hold; it fails when DeepSpeed builds it. Create it in the script and "
+                                        "pass lr_scheduler= to deepspeed.initialize",
+                      "/scheduler/type", fails_in=INITIALIZE)
 
 
 def _has_betas(s: _Setup) -> bool:
@@ -709,7 +768,7 @@ def _ds_scheduler_values(name: str, params: dict, has_betas: bool):
 
     def fail(key, text):
         pointer = pointer_join("/scheduler/params", key) if key in params else "/scheduler/params"
-        return Finding("DS506", f"{name}: deepspeed.initialize raises `{text}`", pointer, fails_in=INITIALIZE)
+        return Finding(SCHEDULER_PARAMS, f"{name}: deepspeed.initialize raises `{text}`", pointer, fails_in=INITIALIZE)
 
     if name in ("WarmupLR", "WarmupDecayLR", "WarmupCosineLR"):
         steps = param("warmup_num_steps", 1000)
@@ -726,8 +785,9 @@ def _ds_scheduler_values(name: str, params: dict, has_betas: bool):
             yield fail("warmup_type", f"TypeError: unhashable type: '{type(kind).__name__}'")
         else:
             if kind not in WARMUP_TYPES:
-                yield Finding("DS507", f"{name} does not know warmup_type {kind!r}: DeepSpeed logs \"Using unknown "
-                                       f"warmup_type: {kind}. The increasing function is set to default (log)\"",
+                yield Finding(SCHEDULER_ADVICE, f"{name} does not know warmup_type {kind!r}: DeepSpeed logs \"Using "
+                                                f"unknown warmup_type: {kind}. The increasing function is set to "
+                                                "default (log)\"",
                               "/scheduler/params/warmup_type", fix='"linear"' if str(kind).lower() == "linear" else
                               '"log"')
         if name != "WarmupCosineLR":
@@ -739,8 +799,8 @@ def _ds_scheduler_values(name: str, params: dict, has_betas: bool):
                     yield fail("total_num_steps", f"TypeError: '<' not supported between instances of "
                                                   f"'{type(total).__name__}' and 'int'")
             elif steps_ok and total < max(2, steps):
-                yield Finding("DS507", f"{name}: total_num_steps {total} is less than warmup_num_steps {steps}; "
-                                       "DeepSpeed warns and the schedule never finishes its warmup",
+                yield Finding(SCHEDULER_ADVICE, f"{name}: total_num_steps {total} is less than warmup_num_steps "
+                                                f"{steps}; DeepSpeed warns and the schedule never finishes its warmup",
                               "/scheduler/params/total_num_steps")
     elif name == "OneCycle":
         yield from _one_cycle(params, has_betas, fail)
@@ -796,13 +856,14 @@ def _one_cycle(params: dict, has_betas: bool, fail):
 def _torch_scheduler_values(name: str, params: dict):
     if name == "OneCycleLR" and params.get("total_steps") is None and (
             params.get("epochs") is None or params.get("steps_per_epoch") is None):
-        yield Finding("DS506", "OneCycleLR needs total_steps, or epochs and steps_per_epoch: deepspeed.initialize "
-                               "raises `ValueError: You must define either total_steps OR (epochs AND "
-                               "steps_per_epoch)`", "/scheduler/params", fails_in=INITIALIZE)
+        yield Finding(SCHEDULER_PARAMS, "OneCycleLR needs total_steps, or epochs and steps_per_epoch: "
+                                        "deepspeed.initialize raises `ValueError: You must define either total_steps "
+                                        "OR (epochs AND steps_per_epoch)`", "/scheduler/params", fails_in=INITIALIZE)
     if name == "ReduceLROnPlateau":
-        yield Finding("DS507", "ReduceLROnPlateau needs the validation metric in step(); DeepSpeed's engine calls "
-                               "step() without one, catches the TypeError and calls step(train_batch_size), so the "
-                               "\"metric\" never improves and the learning rate drops every `patience` steps",
+        yield Finding(SCHEDULER_ADVICE, "ReduceLROnPlateau needs the validation metric in step(); DeepSpeed's engine "
+                                        "calls step() without one, catches the TypeError and calls "
+                                        "step(train_batch_size), so the \"metric\" never improves and the learning "
+                                        "rate drops every `patience` steps",
                       "/scheduler/type")
 
 
@@ -824,8 +885,8 @@ def _nvme_path(s: _Setup):
         offload = s.zero.get(key)
         if device == "nvme" and isinstance(offload, dict) and offload.get("nvme_path") is None:
             pointer = s.zero_key((key, "nvme_path"), (key, "device"), key)
-            yield Finding("DS303", f"{key}.device is \"nvme\" without {key}.nvme_path: deepspeed.initialize raises "
-                                   f"{text}; set nvme_path to a directory on a local NVMe drive",
+            yield Finding(NVME_PATH_MISSING, f"{key}.device is \"nvme\" without {key}.nvme_path: deepspeed.initialize "
+                                             f"raises {text}; set nvme_path to a directory on a local NVMe drive",
                           pointer, fails_in=INITIALIZE)
 
 
@@ -835,10 +896,11 @@ def _compute_grad_norm(s: _Setup):
         return
     here = s.zero_key("compute_grad_norm")
     if s.bf16_stage1:
-        yield Finding("DS305", "compute_grad_norm=false with bf16 parameters and fp32 gradient accumulation at ZeRO "
-                               "stage 1 (DeepSpeed's BF16_Optimizer path): deepspeed.initialize raises `ValueError: "
-                               "zero_optimization.compute_grad_norm=false does not support ZeRO Stage 1 with BF16 "
-                               "parameters and FP32 gradient accumulation`", here, fails_in=INITIALIZE, fix="true")
+        yield Finding(COMPUTE_GRAD_NORM, "compute_grad_norm=false with bf16 parameters and fp32 gradient accumulation "
+                                         "at ZeRO stage 1 (DeepSpeed's BF16_Optimizer path): deepspeed.initialize "
+                                         "raises `ValueError: zero_optimization.compute_grad_norm=false does not "
+                                         "support ZeRO Stage 1 with BF16 parameters and FP32 gradient accumulation`",
+                      here, fails_in=INITIALIZE, fix="true")
         return
     if not s.zero_12_optimizer:
         return
@@ -847,18 +909,20 @@ def _compute_grad_norm(s: _Setup):
         written = "gradient_clipping" in s.config
         why = f"gradient_clipping is {clip}" if written else (
             "gradient_clipping is not set and defaults to 1.0 since DeepSpeed 0.19.3")
-        yield Finding("DS305", f"compute_grad_norm=false needs \"gradient_clipping\": 0 ({why}): deepspeed.initialize "
-                               "raises `ValueError: zero_optimization.compute_grad_norm=false requires "
-                               "gradient_clipping=0`", "/gradient_clipping" if written else here,
+        yield Finding(COMPUTE_GRAD_NORM, f"compute_grad_norm=false needs \"gradient_clipping\": 0 ({why}): "
+                                         "deepspeed.initialize raises `ValueError: "
+                                         "zero_optimization.compute_grad_norm=false requires gradient_clipping=0`",
+                      "/gradient_clipping" if written else here,
                       fails_in=INITIALIZE, fix="0" if written else None)
     if s.zenflow:
-        yield Finding("DS305", "compute_grad_norm=false with ZenFlow: deepspeed.initialize raises `ValueError: "
-                               "zero_optimization.compute_grad_norm=false does not support ZenFlow`", here,
+        yield Finding(COMPUTE_GRAD_NORM, "compute_grad_norm=false with ZenFlow: deepspeed.initialize raises "
+                                         "`ValueError: zero_optimization.compute_grad_norm=false does not support "
+                                         "ZenFlow`", here,
                       fails_in=INITIALIZE, fix="true")
     if s.opt_device not in ("none", None):
-        yield Finding("DS305", "compute_grad_norm=false with optimizer offload: deepspeed.initialize raises "
-                               "`ValueError: zero_optimization.compute_grad_norm=false does not support optimizer "
-                               "offload`", here, fails_in=INITIALIZE, fix="true")
+        yield Finding(COMPUTE_GRAD_NORM, "compute_grad_norm=false with optimizer offload: deepspeed.initialize raises "
+                                         "`ValueError: zero_optimization.compute_grad_norm=false does not support "
+                                         "optimizer offload`", here, fails_in=INITIALIZE, fix="true")
 
 
 def _clipping(s: _Setup):
@@ -866,7 +930,7 @@ def _clipping(s: _Setup):
     if "gradient_clipping" in s.config:
         value = s.config["gradient_clipping"]
         return None if is_auto(value) else value
-    return 0.0 if s.target == "lightning" else 1.0
+    return 0.0 if s.target is LIGHTNING else 1.0
 
 
 def _allgather_bucket(s: _Setup):
@@ -875,8 +939,9 @@ def _allgather_bucket(s: _Setup):
     if not s.zero_12_optimizer or not isinstance(size, int) or size % 2 == 0:
         return
     pointer = s.zero_key("allgather_bucket_size") if s.raw_zero else _locate(s.config, ("allgather_size",))
-    yield Finding("DS306", f"allgather_bucket_size {size} is odd: deepspeed.initialize raises `AssertionError: "
-                           "allgather_bucket_size must be a multiple of nccl_start_alignment_factor, 2`",
+    yield Finding(ALLGATHER_BUCKET_ODD, f"allgather_bucket_size {size} is odd: deepspeed.initialize raises "
+                                        "`AssertionError: allgather_bucket_size must be a multiple of "
+                                        "nccl_start_alignment_factor, 2`",
                   pointer, fails_in=INITIALIZE, fix=str(size + 1))
 
 
@@ -884,8 +949,9 @@ def _legacy_stage1(s: _Setup):
     """DS307: engine._configure_zero_optimizer refuses legacy_stage1 for every ZeRO optimizer."""
     if not s.zero or not s.zero.get("legacy_stage1") or not s.zero_optimizer:
         return
-    yield Finding("DS307", "legacy_stage1 is true: deepspeed.initialize raises `Exception: The deprecated version of "
-                           "ZeRO Stage 1 is not supported in deepspeed >= 0.5.9. ...`", s.zero_key("legacy_stage1"),
+    yield Finding(LEGACY_STAGE1, "legacy_stage1 is true: deepspeed.initialize raises `Exception: The deprecated "
+                                 "version of ZeRO Stage 1 is not supported in deepspeed >= 0.5.9. ...`",
+                  s.zero_key("legacy_stage1"),
                   fails_in=INITIALIZE, fix="false")
 
 
@@ -895,17 +961,17 @@ def _pipeline(s: _Setup):
         return
     assumption = "the config has a \"pipeline\" section, so the model is taken to be a PipelineModule"
     if s.stage is not None and s.stage >= 2:
-        yield Finding("DS309", f"{assumption}, and pipeline parallelism works with ZeRO stage 0 or 1 only: "
-                               "deepspeed.initialize raises `AssertionError: ZeRO-2 and ZeRO-3 are incompatible with "
-                               "pipeline parallelism`", s.zero_key("stage"), fails_in=INITIALIZE, fix="1")
+        yield Finding(PIPELINE_ZERO, f"{assumption}, and pipeline parallelism works with ZeRO stage 0 or 1 only: "
+                                     "deepspeed.initialize raises `AssertionError: ZeRO-2 and ZeRO-3 are incompatible "
+                                     "with pipeline parallelism`", s.zero_key("stage"), fails_in=INITIALIZE, fix="1")
     section = s.config["pipeline"]
     for key in ("pipe_partitioned", "grad_partitioned"):
         if key in section and not isinstance(section[key], bool):
             value = section[key]
             fix = {"true": "true", "false": "false"}.get(str(value).strip().lower())
-            yield Finding("DS606", f"pipeline.{key} is {value!r}, not a JSON boolean: PipelineEngine asserts "
-                                   f"isinstance(..., bool) (a bare `AssertionError`). This matters only for "
-                                   "PipelineModule models", f"/pipeline/{key}", fails_in=INITIALIZE, fix=fix)
+            yield Finding(PIPELINE_FLAGS, f"pipeline.{key} is {value!r}, not a JSON boolean: PipelineEngine asserts "
+                                          f"isinstance(..., bool) (a bare `AssertionError`). This matters only for "
+                                          "PipelineModule models", f"/pipeline/{key}", fails_in=INITIALIZE, fix=fix)
 
 
 def _managed_grad_accum(s: _Setup):
@@ -914,18 +980,22 @@ def _managed_grad_accum(s: _Setup):
         return
     pointer = "/managed_gradient_accumulation"
     if s.stage is not None and s.stage < 2 and s.zero.get("overlap_comm"):
-        yield Finding("DS310", f"managed_gradient_accumulation=false with overlap_comm at ZeRO stage {s.stage}: "
-                               "deepspeed.initialize raises `AssertionError: managed_gradient_accumulation=False "
-                               "supports ZeRO overlap_comm only with ZeRO stage 2`", pointer, fails_in=INITIALIZE)
+        yield Finding(MANAGED_GRADIENT_ACCUMULATION, "managed_gradient_accumulation=false with overlap_comm at ZeRO "
+                                                     f"stage {s.stage}: deepspeed.initialize raises `AssertionError: "
+                                                     "managed_gradient_accumulation=False supports ZeRO overlap_comm "
+                                                     "only with ZeRO stage 2`", pointer, fails_in=INITIALIZE)
     if s.pipeline:
-        yield Finding("DS310", "managed_gradient_accumulation=false with pipeline parallelism (the config has a "
-                               "\"pipeline\" section, so the model is taken to be a PipelineModule): "
-                               "deepspeed.initialize raises `AssertionError: managed_gradient_accumulation=False is "
-                               "not supported with pipeline parallelism`", pointer, fails_in=INITIALIZE)
+        yield Finding(MANAGED_GRADIENT_ACCUMULATION, "managed_gradient_accumulation=false with pipeline parallelism "
+                                                     "(the config has a \"pipeline\" section, so the model is taken "
+                                                     "to be a PipelineModule): deepspeed.initialize raises "
+                                                     "`AssertionError: managed_gradient_accumulation=False is not "
+                                                     "supported with pipeline parallelism`",
+                      pointer, fails_in=INITIALIZE)
     if s.compile and s.compile.get("deepcompile"):
-        yield Finding("DS310", "managed_gradient_accumulation=false with compile.deepcompile: deepspeed.initialize "
-                               "raises `AssertionError: managed_gradient_accumulation=False is not supported with "
-                               "DeepCompile`", pointer, fails_in=INITIALIZE)
+        yield Finding(MANAGED_GRADIENT_ACCUMULATION, "managed_gradient_accumulation=false with compile.deepcompile: "
+                                                     "deepspeed.initialize raises `AssertionError: "
+                                                     "managed_gradient_accumulation=False is not supported with "
+                                                     "DeepCompile`", pointer, fails_in=INITIALIZE)
 
 
 def _reduce_scatter_scaling(s: _Setup):
@@ -942,14 +1012,15 @@ def _reduce_scatter_scaling(s: _Setup):
         return
     factor = s.config.get("gradient_predivide_factor", 1.0)
     if not is_auto(factor) and not factor == 1.0:
-        yield Finding("DS311", f"gradient_predivide_factor {factor!r} with {label} reduce_scatter: "
-                               "deepspeed.initialize raises `AssertionError: gradient_predivide_factor != 1.0 is "
-                               f"not yet supported with {label} with reduce scatter enabled`",
+        yield Finding(REDUCE_SCATTER_SCALING, f"gradient_predivide_factor {factor!r} with {label} reduce_scatter: "
+                                              "deepspeed.initialize raises `AssertionError: gradient_predivide_factor "
+                                              f"!= 1.0 is not yet supported with {label} with reduce scatter enabled`",
                       "/gradient_predivide_factor", fails_in=INITIALIZE, fix="1.0")
     if s.config.get("prescale_gradients", False) and not is_auto(s.config.get("prescale_gradients")):
-        yield Finding("DS311", f"prescale_gradients with {label} reduce_scatter: deepspeed.initialize raises "
-                               f"`AssertionError: pre-scale gradients is not yet supported with {label} with reduce "
-                               "scatter enabled`", "/prescale_gradients", fails_in=INITIALIZE, fix="false")
+        yield Finding(REDUCE_SCATTER_SCALING, f"prescale_gradients with {label} reduce_scatter: deepspeed.initialize "
+                                              "raises `AssertionError: pre-scale gradients is not yet supported with "
+                                              f"{label} with reduce scatter enabled`",
+                      "/prescale_gradients", fails_in=INITIALIZE, fix="false")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -966,9 +1037,9 @@ def _master_weights(s: _Setup):
     fp16_at = _locate(s.config, ("fp16", "fp16_master_weights_and_grads"))
     bf16_at = _locate(s.config, (s.bf16_key, "bf16_master_weights_and_grads"))
     if fp16_mw and bf16_mw:
-        yield Finding("DS404", "fp16 and bf16 master weights are both enabled: deepspeed.initialize raises "
-                               "`AssertionError: fp16_master_weights_and_gradients and "
-                               "bf16_master_weights_and_gradients are mutually exclusive.`", fp16_at,
+        yield Finding(MASTER_WEIGHTS_OFFLOAD, "fp16 and bf16 master weights are both enabled: deepspeed.initialize "
+                                              "raises `AssertionError: fp16_master_weights_and_gradients and "
+                                              "bf16_master_weights_and_gradients are mutually exclusive.`", fp16_at,
                       fails_in=INITIALIZE, fix="false")
     offload = s.opt_device not in ("none", None)
     label = "ZeRO-3" if s.stage == 3 else f"ZeRO-{s.stage}"
@@ -977,16 +1048,18 @@ def _master_weights(s: _Setup):
             continue
         problem = _master_weights_optimizer(s, offload)
         if problem:
-            yield Finding("DS404", f"low-precision master weights need {label} optimizer offload with "
-                                   f"DeepSpeedCPUAdam, but {problem}: deepspeed.initialize raises `AssertionError: "
-                                   f"Master weights feature requires {label} Offload with DeepSpeedCPUAdam. ...`",
+            yield Finding(MASTER_WEIGHTS_OFFLOAD, f"low-precision master weights need {label} optimizer offload with "
+                                                  f"DeepSpeedCPUAdam, but {problem}: deepspeed.initialize raises "
+                                                  f"`AssertionError: Master weights feature requires {label} Offload "
+                                                  "with DeepSpeedCPUAdam. ...`",
                           pointer, fails_in=INITIALIZE)
     if bf16_mw and states and offload and _cpu_adam_keeps_fp32_states(s):
-        yield Finding("DS404", "bf16_optimizer_states with optimizer offload needs DeepSpeedCPUAdam built with "
-                               "fp32_optimizer_states=False, but the CPU Adam that prepare() swaps in for your torch "
-                               "optimizer keeps fp32 states: deepspeed.initialize raises `AssertionError: "
-                               "bf16_optimizer_states with ZeRO-Offload requires DeepSpeedCPUAdam constructed with "
-                               "fp32_optimizer_states=False ...`",
+        yield Finding(MASTER_WEIGHTS_OFFLOAD, "bf16_optimizer_states with optimizer offload needs DeepSpeedCPUAdam "
+                                              "built with fp32_optimizer_states=False, but the CPU Adam that "
+                                              "prepare() swaps in for your torch optimizer keeps fp32 states: "
+                                              "deepspeed.initialize raises `AssertionError: bf16_optimizer_states "
+                                              "with ZeRO-Offload requires DeepSpeedCPUAdam constructed with "
+                                              "fp32_optimizer_states=False ...`",
                       _locate(s.config, (s.bf16_key, "bf16_optimizer_states")), fails_in=INITIALIZE)
 
 
@@ -998,7 +1071,7 @@ def _master_weights_optimizer(s: _Setup, offload: bool) -> str | None:
         if s.basic is None or s.basic == "DeepSpeedCPUAdam":
             return None
         return f"optimizer {s.raw_name!r} builds {s.basic}"
-    if s.target in ("hf-trainer", "accelerate"):
+    if s.target.fills_auto:
         if s.config.get("zero_force_ds_cpu_optimizer", True) and _accelerate_swaps(s):
             return None  # prepare() swaps in DeepSpeedCPUAdam
         return "the script's torch optimizer reaches DeepSpeed unchanged"
@@ -1008,7 +1081,7 @@ def _master_weights_optimizer(s: _Setup, offload: bool) -> str | None:
 
 def _cpu_adam_keeps_fp32_states(s: _Setup) -> bool:
     """prepare()'s map_pytorch_optim_to_deepspeed builds DeepSpeedCPUAdam with the default fp32 states."""
-    return (not s.builds_optimizer and s.target in ("hf-trainer", "accelerate")
+    return (not s.builds_optimizer and s.target.fills_auto
             and bool(s.config.get("zero_force_ds_cpu_optimizer", True)) and _accelerate_swaps(s))
 
 
@@ -1024,23 +1097,25 @@ def _data_types(s: _Setup):
         if key == "buffer_dtype" and s.model_dtype == "fp32":
             continue  # only read when fp16/bf16 casts the module
         guess = DTYPES.get(value.lower()) if isinstance(value, str) else None
-        yield Finding("DS408", f"data_types.{key} {value!r} is not a DeepSpeed dtype ({', '.join(sorted(DTYPES))}): "
-                               f"deepspeed.initialize raises `ValueError: {value!r} is not a valid DtypeEnum`",
+        yield Finding(DTYPE_MISMATCH, f"data_types.{key} {value!r} is not a DeepSpeed dtype "
+                                      f"({', '.join(sorted(DTYPES))}): deepspeed.initialize raises `ValueError: "
+                                      f"{value!r} is not a valid DtypeEnum`",
                       f"/data_types/{key}", fails_in=INITIALIZE, fix=to_json(guess) if guess else None)
     if s.model_dtype is None:
         return
     param = _data_type(s.config, "param_dtype")
     if param not in (None, "invalid") and param != s.model_dtype:
-        yield Finding("DS408", f"data_types.param_dtype {types['param_dtype']!r} but the precision mode is "
-                               f"{s.model_dtype}: deepspeed.initialize raises `AssertionError: "
-                               f"data_types.param_dtype='{types['param_dtype']}' conflicts with the enabled precision "
-                               f"mode (model dtype {TORCH_DTYPE[s.model_dtype]}). ...`", "/data_types/param_dtype",
+        yield Finding(DTYPE_MISMATCH, f"data_types.param_dtype {types['param_dtype']!r} but the precision mode is "
+                                      f"{s.model_dtype}: deepspeed.initialize raises `AssertionError: "
+                                      f"data_types.param_dtype='{types['param_dtype']}' conflicts with the enabled "
+                                      f"precision mode (model dtype {TORCH_DTYPE[s.model_dtype]}). ...`",
+                      "/data_types/param_dtype",
                       fails_in=INITIALIZE, fix=to_json(s.model_dtype))
     if s.stage == 0 and s.grad_accum not in (None, "invalid") and s.grad_accum != s.model_dtype:
-        yield Finding("DS408", f"without ZeRO the gradients accumulate in the model dtype ({s.model_dtype}), not "
-                               f"{s.grad_accum}: deepspeed.initialize raises `NotImplementedError: unsupported mix "
-                               f"of model_dtype={TORCH_DTYPE[s.model_dtype]} and "
-                               f"grad_accum_dtype={TORCH_DTYPE[s.grad_accum]}`", "/data_types/grad_accum_dtype",
+        yield Finding(DTYPE_MISMATCH, f"without ZeRO the gradients accumulate in the model dtype ({s.model_dtype}), "
+                                      f"not {s.grad_accum}: deepspeed.initialize raises `NotImplementedError: "
+                                      f"unsupported mix of model_dtype={TORCH_DTYPE[s.model_dtype]} and "
+                                      f"grad_accum_dtype={TORCH_DTYPE[s.grad_accum]}`", "/data_types/grad_accum_dtype",
                       fails_in=INITIALIZE, fix=to_json(s.model_dtype))
 
 
@@ -1050,8 +1125,8 @@ def _autocast_quantized(s: _Setup):
     if not isinstance(autocast, dict) or not autocast.get("enabled", False) or not s.zero:
         return
     if s.zero.get("zero_quantized_weights"):
-        yield Finding("DS409", "torch_autocast with zero_quantized_weights: deepspeed.initialize raises "
-                               "`AssertionError: Cannot enable both torch autocast and zero quantized weights`",
+        yield Finding(TORCH_AUTOCAST, "torch_autocast with zero_quantized_weights: deepspeed.initialize raises "
+                                      "`AssertionError: Cannot enable both torch autocast and zero quantized weights`",
                       s.zero_key("zero_quantized_weights"), fails_in=INITIALIZE, fix="false")
 
 
@@ -1063,25 +1138,27 @@ def _activation_checkpointing(s: _Setup):
     """DS600: deepspeed.checkpointing.configure's asserts. Lightning calls it from the config;
     plain-DeepSpeed scripts (Megatron) call it themselves; the Trainer and Accelerate never do."""
     section = s.config.get("activation_checkpointing")
-    if not isinstance(section, dict) or s.target not in ("deepspeed", "lightning"):
+    if not isinstance(section, dict) or s.target.fills_auto:
         return
     if not section.get("contiguous_memory_optimization"):
         return
-    who = ("Lightning calls deepspeed.checkpointing.configure from this section" if s.target == "lightning"
+    who = ("Lightning calls deepspeed.checkpointing.configure from this section" if s.target is LIGHTNING
            else "when the script calls deepspeed.checkpointing.configure")
     pointer = "/activation_checkpointing/contiguous_memory_optimization"
     if not section.get("partition_activations"):
-        yield Finding("DS600", f"contiguous_memory_optimization needs partition_activations ({who}): it raises "
-                               "`AssertionError: Contiguous Checkpointing is only available with partitioned "
-                               "activations. Set partitioned activations to true in deepspeed config`",
+        yield Finding(ACTIVATION_CHECKPOINTING, f"contiguous_memory_optimization needs partition_activations ({who}): "
+                                                "it raises `AssertionError: Contiguous Checkpointing is only "
+                                                "available with partitioned activations. Set partitioned activations "
+                                                "to true in deepspeed config`",
                       pointer, fails_in=INITIALIZE, fix="false")
     # Megatron-style scripts pass num_checkpoints themselves; Lightning never does, and its call
     # ignores number_checkpoints.
-    if s.target == "lightning":
-        yield Finding("DS600", "contiguous_memory_optimization under Lightning always fails: Lightning's "
-                               "deepspeed.checkpointing.configure call never passes the number of layers, so it raises "
-                               "`AssertionError: Must specify the number of layers with contiguous memory "
-                               "checkpointing`", pointer, fails_in=INITIALIZE, fix="false")
+    if s.target is LIGHTNING:
+        yield Finding(ACTIVATION_CHECKPOINTING, "contiguous_memory_optimization under Lightning always fails: "
+                                                "Lightning's deepspeed.checkpointing.configure call never passes the "
+                                                "number of layers, so it raises `AssertionError: Must specify the "
+                                                "number of layers with contiguous memory checkpointing`",
+                      pointer, fails_in=INITIALIZE, fix="false")
 
 
 def _tensor_parallel(s: _Setup):
@@ -1094,9 +1171,10 @@ def _tensor_parallel(s: _Setup):
     if not isinstance(autotp, int) or autotp <= 1 or size in (1, autotp):
         return
     pointer = _locate(s.config, ("tensor_parallel", "tp", "tp_size"), ("tensor_parallel", "tensor_parallel", "tp_size"))
-    yield Finding("DS604", f"tensor_parallel.tp.tp_size {size} differs from tensor_parallel.autotp_size {autotp}: "
-                           f"deepspeed.initialize raises `ValueError: tensor_parallel.tp.tp_size ({size}) does not "
-                           f"match tensor_parallel.autotp_size ({autotp}).`", pointer, fails_in=INITIALIZE,
+    yield Finding(TENSOR_PARALLEL, f"tensor_parallel.tp.tp_size {size} differs from tensor_parallel.autotp_size "
+                                   f"{autotp}: deepspeed.initialize raises `ValueError: tensor_parallel.tp.tp_size "
+                                   f"({size}) does not match tensor_parallel.autotp_size ({autotp}).`",
+                  pointer, fails_in=INITIALIZE,
                   fix=str(autotp))
 
 
@@ -1109,23 +1187,24 @@ def _offload_ignored(s: _Setup):
     if s.stage is None:
         return
     if s.param_device not in ("none", None) and s.stage < 3:
-        yield Finding("DS301", f"offload_param only works at ZeRO stage 3; at stage {s.stage} DeepSpeed ignores it and "
-                               "the parameters stay on the GPU",
+        yield Finding(OFFLOAD_IGNORED, f"offload_param only works at ZeRO stage 3; at stage {s.stage} DeepSpeed "
+                                       "ignores it and the parameters stay on the GPU",
                       s.zero_key(("offload_param", "device"), "cpu_offload_param", "offload_param"))
     device_at = s.zero_key(("offload_optimizer", "device"), "cpu_offload", "offload_optimizer")
     if s.cpu_optimizer and s.stage == 0:
-        yield Finding("DS301", "optimizer offload at ZeRO stage 0: nothing is offloaded, yet DeepSpeed still builds "
-                               "its CPU optimizer (DeepSpeedCPUAdam/Adagrad/Lion) for a config optimizer (and "
-                               "prepare() swaps one in for a torch optimizer); the parameters stay on the GPU, so "
-                               "the first step fails with \"CPUAdam param is on cuda:0 and must be 'cpu'\". Use "
-                               "stage 1-3 or remove offload_optimizer", device_at)
+        yield Finding(OFFLOAD_IGNORED, "optimizer offload at ZeRO stage 0: nothing is offloaded, yet DeepSpeed still "
+                                       "builds its CPU optimizer (DeepSpeedCPUAdam/Adagrad/Lion) for a config "
+                                       "optimizer (and prepare() swaps one in for a torch optimizer); the parameters "
+                                       "stay on the GPU, so the first step fails with \"CPUAdam param is on cuda:0 "
+                                       "and must be 'cpu'\". Use stage 1-3 or remove offload_optimizer", device_at)
     if s.opt_device == "nvme" and s.stage in (1, 2):
-        yield Finding("DS301", f"offload_optimizer.device \"nvme\" at ZeRO stage {s.stage}: stages 1 and 2 cannot "
-                               "swap to NVMe and silently offload to CPU memory instead (nvme_path is ignored); "
-                               "NVMe offload needs stage 3", device_at, fix='"cpu"')
+        yield Finding(OFFLOAD_IGNORED, f"offload_optimizer.device \"nvme\" at ZeRO stage {s.stage}: stages 1 and 2 "
+                                       "cannot swap to NVMe and silently offload to CPU memory instead (nvme_path is "
+                                       "ignored); NVMe offload needs stage 3", device_at, fix='"cpu"')
     offload = s.zero.get("offload_optimizer")
     if isinstance(offload, dict) and offload.get("super_offload") and s.stage < 3:
-        yield Finding("DS301", f"super_offload only works at ZeRO stage 3; at stage {s.stage} DeepSpeed ignores it",
+        yield Finding(OFFLOAD_IGNORED, f"super_offload only works at ZeRO stage 3; at stage {s.stage} DeepSpeed "
+                                       "ignores it",
                       s.zero_key(("offload_optimizer", "super_offload")), fix="false")
 
 
@@ -1137,11 +1216,11 @@ def _stage_keys(s: _Setup):
         if is_auto(value):
             continue  # "auto" values are the target module's business
         if key in STAGE3_ONLY and s.stage < 3:
-            yield Finding("DS304", f"zero_optimization.{key} is read only by ZeRO stage 3; at stage {s.stage} "
-                                   "DeepSpeed ignores it", s.zero_key(key), on_key=True)
+            yield Finding(STAGE_MISMATCHED_KEYS, f"zero_optimization.{key} is read only by ZeRO stage 3; at stage "
+                                                 f"{s.stage} DeepSpeed ignores it", s.zero_key(key), on_key=True)
         elif key in STAGE12_ONLY and s.stage not in (1, 2) and value:
-            yield Finding("DS304", f"zero_optimization.{key} is read only by ZeRO stages 1 and 2; at stage "
-                                   f"{s.stage} DeepSpeed ignores it", s.zero_key(key), on_key=True)
+            yield Finding(STAGE_MISMATCHED_KEYS, f"zero_optimization.{key} is read only by ZeRO stages 1 and 2; at "
+                                                 f"stage {s.stage} DeepSpeed ignores it", s.zero_key(key), on_key=True)
 
 
 def _accelerate_swaps(s: _Setup) -> bool:
@@ -1159,41 +1238,44 @@ def _client_optimizer_offload(s: _Setup):
     written = "zero_force_ds_cpu_optimizer" in s.config
     pointer = "/zero_force_ds_cpu_optimizer" if written else s.zero_key(("offload_optimizer", "device"), "cpu_offload")
     fix = "false" if written else None
-    if s.target in ("hf-trainer", "accelerate") and _accelerate_swaps(s):
-        who = "the Trainer's optimizer (AdamW by default)" if s.target == "hf-trainer" else "your torch optimizer"
-        yield Finding("DS308", f"with optimizer offload and no optimizer block, prepare() replaces {who} with "
-                               "DeepSpeedCPUAdam (DeepSpeedCPUAdagrad for Adagrad), keeping only lr and weight_decay: "
-                               "betas, eps, momentum and the optimizer class itself are silently dropped (a torch Adam "
-                               "becomes CPU Adam with L2 decay, SGD becomes Adam). Set "
-                               "\"zero_force_ds_cpu_optimizer\": false to keep your optimizer, or declare it in the "
-                               "config",
+    if s.target.fills_auto and _accelerate_swaps(s):
+        who = "the Trainer's optimizer (AdamW by default)" if s.target is HF_TRAINER else "your torch optimizer"
+        yield Finding(OFFLOAD_CLIENT_OPTIMIZER, "with optimizer offload and no optimizer block, prepare() replaces "
+                                                f"{who} with DeepSpeedCPUAdam (DeepSpeedCPUAdagrad for Adagrad), "
+                                                "keeping only lr and weight_decay: betas, eps, momentum and the "
+                                                "optimizer class itself are silently dropped (a torch Adam becomes "
+                                                "CPU Adam with L2 decay, SGD becomes Adam). Set "
+                                                "\"zero_force_ds_cpu_optimizer\": false to keep your optimizer, or "
+                                                "declare it in the config",
                       pointer, fix=fix)
         return
-    if s.target in ("hf-trainer", "accelerate"):
-        who = "the Trainer's torch optimizer" if s.target == "hf-trainer" else "your torch optimizer"
+    if s.target.fills_auto:
+        who = "the Trainer's torch optimizer" if s.target is HF_TRAINER else "your torch optimizer"
         why = ("prepare() looks only at zero_optimization.offload_optimizer.device and misses the deprecated "
                "cpu_offload, so it passes " + who + " through unchanged")
     else:
-        who = ("the optimizer from configure_optimizers" if s.target == "lightning"
+        who = ("the optimizer from configure_optimizers" if s.target is LIGHTNING
                else "the optimizer your script passes to deepspeed.initialize")
         why = f"the config has no optimizer block, so DeepSpeed offloads {who}"
-    yield Finding("DS308", f"{why}; unless it is DeepSpeedCPUAdam or DeepSpeedCPULion, deepspeed.initialize raises "
-                           f"`{ZERO_OFFLOAD_CLIENT}`. Set \"zero_force_ds_cpu_optimizer\": false, or use "
-                           "DeepSpeedCPUAdam", pointer, fails_in=INITIALIZE, fix=fix)
+    yield Finding(OFFLOAD_CLIENT_OPTIMIZER, f"{why}; unless it is DeepSpeedCPUAdam or DeepSpeedCPULion, "
+                                            f"deepspeed.initialize raises `{ZERO_OFFLOAD_CLIENT}`. Set "
+                                            "\"zero_force_ds_cpu_optimizer\": false, or use DeepSpeedCPUAdam",
+                  pointer, fails_in=INITIALIZE, fix=fix)
 
 
 def _gradient_clipping_default(s: _Setup):
     """DS509: an absent gradient_clipping means 1.0 since 0.19.3 (Lightning fills it itself)."""
-    if "gradient_clipping" in s.config or s.target == "lightning":
+    if "gradient_clipping" in s.config or s.target is LIGHTNING:
         return
-    yield Finding("DS509", "gradient_clipping is not set: DeepSpeed 0.19.3 and later clip the gradient norm at 1.0 "
-                           "(earlier versions did not clip); write the value you want", "")
+    yield Finding(GRADIENT_CLIPPING_DEFAULT, "gradient_clipping is not set: DeepSpeed 0.19.3 and later clip the "
+                                             "gradient norm at 1.0 (earlier versions did not clip); write the value "
+                                             "you want", "")
 
 
 
 CHECKS = (
     _optimizer_name, _optimizer_params, _untested_optimizer, _lamb_loss_scale, _muon_reduce_scatter,
-    _partial_offload, _scheduler,
+    _muon_bf16_optimizer, _partial_offload, _scheduler,
     _nvme_path, _compute_grad_norm, _allgather_bucket, _legacy_stage1, _pipeline, _managed_grad_accum,
     _reduce_scatter_scaling,
     _master_weights, _data_types, _autocast_quantized,

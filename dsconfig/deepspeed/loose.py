@@ -18,12 +18,26 @@ emulates (their validated values arrive in `resolved`).
 
 from __future__ import annotations
 
-import difflib
 import functools
 from typing import Callable
 
-from ..findings import INITIALIZE, PARSE, Finding, dotted, pointer_join
-from ..values import describe, to_json
+from ..findings import Finding
+from ..phases import INITIALIZE, PARSE
+from ..pointers import dotted, pointer_join
+from ..rules.keys import INVALID_VALUE, PRESENCE_ENABLES
+from ..rules.optimizer import OPTIMIZER_NAME, OPTIMIZER_WITHOUT_TYPE
+from ..rules.precision import (
+    COMMUNICATION_DTYPE,
+    DTYPE_MISMATCH,
+    FP16_AND_BF16,
+    GRADIENT_ALLREDUCE_OP,
+    MASTER_WEIGHTS_STAGE,
+    QUOTED_BOOL,
+    TORCH_AUTOCAST,
+    WALL_CLOCK_TYPE,
+)
+from ..rules.sections import AUTOTUNING, CHECKPOINT_VALUES, DATA_EFFICIENCY, SECTION_TYPE, VOCABULARY_SIZE
+from ..values import closest, describe, to_json
 
 
 class DeepSpeedConfigError(Exception):
@@ -91,24 +105,24 @@ class _Report:
     def __init__(self):
         self.findings: list[Finding] = []
 
-    def crash(self, code, pointer, error: BaseException, why, fix=None, on_key=False):
+    def crash(self, rule, pointer, error: BaseException, why, fix=None, on_key=False):
         """DeepSpeedConfig raises `error` here."""
         text = f"{type(error).__name__}: {error}"
-        self.findings.append(Finding(code, f"{why}; DeepSpeed raises {text}", pointer, fails_in=PARSE,
+        self.findings.append(Finding(rule, f"{why}; DeepSpeed raises {text}", pointer, fails_in=PARSE,
                                      fix=fix, on_key=on_key))
 
-    def note(self, code, pointer, message, fix=None, fails_in=None):
+    def note(self, rule, pointer, message, fix=None, fails_in=None):
         """DeepSpeedConfig parses this, but not as the author meant (or logs a warning)."""
-        self.findings.append(Finding(code, message, pointer, fails_in=fails_in, fix=fix))
+        self.findings.append(Finding(rule, message, pointer, fails_in=fails_in, fix=fix))
 
 
-def _run(report, code, pointer, why, operation: Callable, fix=None, stop=True):
+def _run(report, rule, pointer, why, operation: Callable, fix=None, stop=True):
     """Evaluate DeepSpeed's own expression; on an exception record it and stop the section
     (`stop=False`: return _FAILED instead, for a leaf nothing else depends on)."""
     try:
         return operation()
     except Exception as error:  # any exception DeepSpeed's identical expression would raise
-        report.crash(code, pointer, error, why, fix)
+        report.crash(rule, pointer, error, why, fix)
         if stop:
             raise _Stop from None
         return _FAILED
@@ -144,10 +158,7 @@ def _closest(text, choices):
     """The choice `text` most likely meant (case-insensitive), or None when unclear or tied."""
     if not isinstance(text, str):
         return None
-    text = text.strip().lower()
-    scored = sorted(((difflib.SequenceMatcher(None, text, c.lower()).ratio(), c) for c in choices), reverse=True)
-    best, second = scored[0], scored[1] if len(scored) > 1 else (0.0, None)
-    return best[1] if best[0] >= 0.6 and best[0] > second[0] else None
+    return closest(text, choices, 0.6, ignore_case=True, unambiguous=True)
 
 
 def _empty_section_fix(value):
@@ -167,7 +178,7 @@ def _truthy_traps(report, section_path: str, section: dict):
         if as_bool is None:
             continue
         pointer = pointer_join(base, key)
-        report.note("DS410", pointer,
+        report.note(QUOTED_BOOL, pointer,
                     f"{dotted(pointer)} is the string {section[key]!r}, not a boolean: DeepSpeed does not convert "
                     f"it, and any non-empty string, \"false\" included, counts as true",
                     fix=to_json(as_bool))
@@ -178,7 +189,8 @@ def _as_object(report, value, key_path: str, operation: Callable, fix_value=None
     that crashes. Returns normally only when DeepSpeed would continue."""
     pointer = _ptr(*key_path.split("/"))
     fix = _empty_section_fix(value) if fix_value is None else fix_value
-    _run(report, "DS605", pointer, f"{dotted(pointer)} must be an object, not {describe(value)}", operation, fix=fix)
+    _run(report, SECTION_TYPE, pointer, f"{dotted(pointer)} must be an object, not {describe(value)}", operation,
+         fix=fix)
     return pointer
 
 
@@ -200,12 +212,13 @@ def _communication_dtypes(config, resolved, report):
     for key, default in (("communication_data_type", None), ("seq_parallel_communication_data_type", "fp32")):
         value = config.get(key, default)
         pointer = "/" + key
-        lowered = _run(report, "DS406", pointer, f"{key} must be a string (fp16, bf16 or fp32), not {describe(value)}",
+        lowered = _run(report, COMMUNICATION_DTYPE, pointer,
+                       f"{key} must be a string (fp16, bf16 or fp32), not {describe(value)}",
                        lambda: value.lower() if value is not None else value, stop=False)
         if lowered is _FAILED or lowered is None or lowered in COMM_DTYPES:
             continue
         fix = _COMM_DTYPE_ALIASES.get(lowered.strip()) or _closest(lowered, COMM_DTYPES)
-        report.crash("DS406", pointer, ValueError(COMM_DTYPE_ERROR.format(lowered)),
+        report.crash(COMMUNICATION_DTYPE, pointer, ValueError(COMM_DTYPE_ERROR.format(lowered)),
                      f"{key} {value!r} is not fp16, bf16 or fp32 (DeepSpeed lower-cases it, nothing more)",
                      fix=to_json(fix) if fix else None)
 
@@ -221,7 +234,7 @@ def _gradient_allreduce_op(config, report):
                        f"Got: {value!r}")
     fix = {"avg": "mean", "average": "mean"}.get(value.strip()) if isinstance(value, str) else None
     fix = fix or _closest(value, ALLREDUCE_OPS)
-    report.crash("DS407", "/gradient_allreduce_op", error,
+    report.crash(GRADIENT_ALLREDUCE_OP, "/gradient_allreduce_op", error,
                  "gradient_allreduce_op must be \"mean\" or \"sum\" (case-insensitive)",
                  fix=to_json(fix) if fix else None)
     return None
@@ -248,7 +261,7 @@ def _comms_logger_presence(config, resolved, report):
     enabled = model.get("enabled") if isinstance(model, dict) else (raw is True or _quoted_bool(raw) is True)
     if enabled is True:
         return
-    report.note("DS110", "/comms_logger",
+    report.note(PRESENCE_ENABLES, "/comms_logger",
                 "comms_logger is present, so DeepSpeed turns the communication logger on even though its "
                 "\"enabled\" is not true (DeepSpeed checks only that the key exists); remove the block to keep "
                 "it off")
@@ -263,7 +276,7 @@ def _precision_assert(config, resolved, report):
     if fp16.get("enabled") and bf16.get("enabled"):
         section = config.get("fp16")
         pointer = "/fp16/enabled" if isinstance(section, dict) and "enabled" in section else "/fp16"
-        report.crash("DS400", pointer, AssertionError("bfloat16 and fp16 modes cannot be simultaneously enabled"),
+        report.crash(FP16_AND_BF16, pointer, AssertionError("bfloat16 and fp16 modes cannot be simultaneously enabled"),
                      f"fp16 and {_bf16_key(config)} are both enabled; keep one of them")
 
 
@@ -282,7 +295,7 @@ def _torch_autocast(config, resolved, report):
             # The `except KeyError` around DtypeEnum(...) never fires: Enum raises ValueError.
             lowered = value.lower() if isinstance(value, str) else None
             fix = lowered if lowered in DTYPE_ENUM_VALUES else None
-            report.crash("DS409", "/torch_autocast/dtype", ValueError(f"{value!r} is not a valid DtypeEnum"),
+            report.crash(TORCH_AUTOCAST, "/torch_autocast/dtype", ValueError(f"{value!r} is not a valid DtypeEnum"),
                          "torch_autocast.dtype must be one of bf16, bfloat16, fp16, float16, half, fp32, float32, "
                          "float, int8 (or the torch.* spelling), case-sensitive",
                          fix=to_json(fix) if fix else None)
@@ -292,14 +305,15 @@ def _torch_autocast(config, resolved, report):
         modules = section[key]
         pointer = "/torch_autocast/" + key
         why = "torch_autocast.lower_precision_safe_modules must be a list of class paths such as \"torch.nn.Linear\""
-        all_str = _run(report, "DS409", pointer, why, lambda: all(isinstance(m, str) for m in modules), stop=False)
+        all_str = _run(report, TORCH_AUTOCAST, pointer, why, lambda: all(isinstance(m, str) for m in modules),
+                       stop=False)
         if all_str is False:
-            report.crash("DS409", pointer, ValueError(f"Invalid module names for torch autocast: {modules}. "
+            report.crash(TORCH_AUTOCAST, pointer, ValueError(f"Invalid module names for torch autocast: {modules}. "
                                                       "Expected list of strings."), why)
         elif all_str is True and isinstance(modules, str) and modules:
             # Accepted, but iterated character by character when autocast starts.
             enabled = section.get("enabled", False)
-            report.note("DS409", pointer,
+            report.note(TORCH_AUTOCAST, pointer,
                         f"{why}; DeepSpeed accepts a string here and iterates over its characters, so "
                         "importing the module names fails when autocast starts",
                         fix=to_json([modules]),
@@ -318,11 +332,11 @@ def _optimizer(config, resolved, report):
     _truthy_traps(report, "optimizer", section)
     name = section["type"] if "type" in section.keys() else None
     if name is not None:
-        _run(report, "DS500", "/optimizer/type", f"optimizer.type must be a string, not {describe(name)}",
+        _run(report, OPTIMIZER_NAME, "/optimizer/type", f"optimizer.type must be a string, not {describe(name)}",
              lambda: name.lower() in DEEPSPEED_OPTIMIZERS, stop=False)
     if name is None:
         if "params" in section.keys():
-            report.note("DS508", "/optimizer/params",
+            report.note(OPTIMIZER_WITHOUT_TYPE, "/optimizer/params",
                         "optimizer.params without optimizer.type: DeepSpeed builds no optimizer from the config "
                         "and ignores these params")
         return
@@ -331,11 +345,12 @@ def _optimizer(config, resolved, report):
     params = section["params"]
     if params is None:
         return
-    has_norm = _run(report, "DS605", "/optimizer/params", f"optimizer.params must be an object, not {describe(params)}",
+    has_norm = _run(report, SECTION_TYPE, "/optimizer/params",
+                    f"optimizer.params must be an object, not {describe(params)}",
                     lambda: "max_grad_norm" in params.keys(), fix=_empty_section_fix(params))
     if has_norm:
         norm = params["max_grad_norm"]
-        _run(report, "DS605", "/optimizer/params/max_grad_norm",
+        _run(report, SECTION_TYPE, "/optimizer/params/max_grad_norm",
              f"optimizer.params.max_grad_norm must be a number, not {describe(norm)} (DeepSpeed compares it with 0)",
              lambda: norm > 0)
 
@@ -371,13 +386,13 @@ def _flops_and_wall_clock(config, resolved, report):
     wall_bad = _raises(lambda: wall_clock | False)
     flops_bad = _raises(lambda: False | enabled)
     if wall_bad or not flops_bad:
-        report.crash("DS411", "/wall_clock_breakdown", combined,
+        report.crash(WALL_CLOCK_TYPE, "/wall_clock_breakdown", combined,
                      f"wall_clock_breakdown must be true or false, not {describe(wall_clock)} (DeepSpeed combines it "
                      "with flops_profiler.enabled using the bitwise `|`)",
                      fix=_bool_fix(wall_clock))
     if flops_bad:
         error = flops_bad if wall_bad else combined
-        report.crash("DS411", "/flops_profiler/enabled", error,
+        report.crash(WALL_CLOCK_TYPE, "/flops_profiler/enabled", error,
                      f"flops_profiler.enabled must be true or false, not {describe(enabled)} (DeepSpeed combines it "
                      "with wall_clock_breakdown using the bitwise `|`)",
                      fix=_bool_fix(enabled))
@@ -409,7 +424,7 @@ def _autotuning(config, resolved, report):
     _truthy_traps(report, "autotuning", section)
     for key, default in (("results_dir", "autotuning_results"), ("exps_dir", "autotuning_exps")):
         if not section.get(key, default):
-            report.crash("DS603", "/autotuning/" + key, AssertionError(f"{key} cannot be empty"),
+            report.crash(AUTOTUNING, "/autotuning/" + key, AssertionError(f"{key} cannot be empty"),
                          f"autotuning.{key} is {section.get(key)!r}; it must be a non-empty path (or left out "
                          f"for the default {default!r})", fix=to_json(default))
     if "model_info" in section and section["model_info"] is not None:
@@ -461,7 +476,7 @@ def _curriculum_learning(sampling, report):
     pointer = _as_object(report, curriculum, path, lambda: curriculum.get("enabled", False))
     _truthy_traps(report, path, curriculum)
     if curriculum.get("enabled", False) and "curriculum_metrics" not in curriculum.keys():
-        report.crash("DS602", pointer,
+        report.crash(DATA_EFFICIENCY, pointer,
                      AssertionError("Curriculum learning is enabled, curriculum_metrics must be specified"),
                      "curriculum learning is enabled without curriculum_metrics (checked even when "
                      "data_efficiency.enabled is false)")
@@ -477,7 +492,7 @@ def _dynamic_batching(sampling, report):
 
     def to_int(key):
         value = batching[key]
-        _run(report, "DS602", pointer_join(pointer, key),
+        _run(report, DATA_EFFICIENCY, pointer_join(pointer, key),
              f"{dotted(pointer)}.{key} must be an integer, not {describe(value)}", lambda: int(value), stop=False,
              fix=_int_fix(value))
     if "min_batch_size" in batching:
@@ -486,7 +501,7 @@ def _dynamic_batching(sampling, report):
         to_int("max_batch_size")
     if bool(batching.get("enabled", False)):
         if "max_tokens" not in batching.keys():
-            report.crash("DS602", pointer,
+            report.crash(DATA_EFFICIENCY, pointer,
                          AssertionError("Dynamic batching is enabled, so max_tokens must be specified"),
                          "dynamic batching is enabled without max_tokens (checked even when "
                          "data_efficiency.enabled is false)")
@@ -536,10 +551,10 @@ def _tag_validation(section, report):
     value = section.get("tag_validation", "WARN")
     pointer = "/checkpoint/tag_validation"
     why = "checkpoint.tag_validation must be \"Warn\", \"Ignore\" or \"Fail\" (case-insensitive)"
-    mode = _run(report, "DS601", pointer, f"{why}, not {describe(value)}", lambda: value.upper())
+    mode = _run(report, CHECKPOINT_VALUES, pointer, f"{why}, not {describe(value)}", lambda: value.upper())
     if mode not in TAG_VALIDATION_MODES:
         fix = _closest(mode, TAG_VALIDATION_MODES)
-        report.crash("DS601", pointer, DeepSpeedConfigError(
+        report.crash(CHECKPOINT_VALUES, pointer, DeepSpeedConfigError(
             f"Checkpoint config contains invalid tag_validation value of {mode}, expecting one of "
             f"{TAG_VALIDATION_MODES}"), why, fix=to_json(fix) if fix else None)
 
@@ -552,7 +567,7 @@ def _parallel_write(section, report):
     if value in [True, False]:  # `in` compares with ==, so 0, 1, 0.0 and 1.0 pass too
         return
     as_bool = _quoted_bool(value)
-    report.crash("DS601", "/checkpoint/parallel_write/pipeline_stage", DeepSpeedConfigError(
+    report.crash(CHECKPOINT_VALUES, "/checkpoint/parallel_write/pipeline_stage", DeepSpeedConfigError(
         f"checkpoint::parallel_write::pipeline_stage value of '{value}' is invalid, expecting: true or false"),
         f"checkpoint.parallel_write.pipeline_stage must be true or false, not {describe(value)}",
         fix=to_json(as_bool) if as_bool is not None else None)
@@ -573,12 +588,12 @@ def _writer(section, report):
         pointer = "/checkpoint/writer/" + key
         choices = WRITER_VALID_VALUES[key]
         why = f"checkpoint.writer.{key} must be one of {', '.join(c.lower() for c in choices)} (case-insensitive)"
-        upper = _run(report, "DS601", pointer, f"{why}, not {describe(value)}",
+        upper = _run(report, CHECKPOINT_VALUES, pointer, f"{why}, not {describe(value)}",
                      lambda: value if value is None else value.upper(), stop=False)
         if upper is _FAILED or upper is None or upper in choices:
             continue
         fix = _closest(upper, choices)
-        report.crash("DS601", pointer, AssertionError(
+        report.crash(CHECKPOINT_VALUES, pointer, AssertionError(
             f"writer contains invalid value {upper} for {key}, expecting one of {choices}"),
             why, fix=to_json(fix.lower()) if fix else None)
 
@@ -591,7 +606,7 @@ def _data_types(config, resolved, report):
     value = section.get("keep_in_fp32_modules", "auto")
     if value != "auto" and not (isinstance(value, list) and all(isinstance(n, str) for n in value)):
         fix = to_json([value]) if isinstance(value, str) and value.strip().lower() not in ("", "none") else None
-        report.crash("DS408", "/data_types/keep_in_fp32_modules", DeepSpeedConfigError(
+        report.crash(DTYPE_MISMATCH, "/data_types/keep_in_fp32_modules", DeepSpeedConfigError(
             f"data_types.keep_in_fp32_modules must be \"auto\" or a list of name patterns, got {value!r}"),
             "data_types.keep_in_fp32_modules must be \"auto\" or a list of module-name patterns ([] keeps "
             "nothing in fp32)", fix=fix)
@@ -616,7 +631,7 @@ def _datastates(config, resolved, report):
     value = config["datastates_ckpt"]
     if not _looks_off(value):
         return  # a block that does not try to disable itself: DataStates is wanted
-    report.note("DS110", "/datastates_ckpt",
+    report.note(PRESENCE_ENABLES, "/datastates_ckpt",
                 f"datastates_ckpt is {describe(value)}: DeepSpeed enables DataStates checkpointing whenever the "
                 "key is present and not literally false (null, {} and {\"enabled\": false} all enable it)",
                 fix="false")
@@ -641,7 +656,7 @@ def _expert_parallel(config, resolved, report):
     _truthy_traps(report, "expert_parallel", section)
     if "load_balance_coeff" in section and section["load_balance_coeff"] is not None:
         value = section["load_balance_coeff"]
-        report.crash("DS103", "/expert_parallel/load_balance_coeff", ValueError(
+        report.crash(INVALID_VALUE, "/expert_parallel/load_balance_coeff", ValueError(
             f"load_balance_coeff={value!r} is not supported in this AutoEP build (would register expert_bias and "
             "route through unsupported auxiliary-loss-free load balancing). Set load_balance_coeff to null or "
             "omit the key."), "expert_parallel.load_balance_coeff is not supported by DeepSpeed 0.19.8",
@@ -660,7 +675,7 @@ def _error_check(config, resolved, report, allreduce_op):
     zero = resolved.get("zero_optimization")
     stage = zero.get("stage") if isinstance(zero, dict) else None
     if isinstance(stage, int) and stage > 0 and stage > ZERO_MAX_STAGE:  # unreachable: pydantic rejects it first
-        report.crash("DS103", "/zero_optimization/stage", AssertionError(
+        report.crash(INVALID_VALUE, "/zero_optimization/stage", AssertionError(
             f"DeepSpeedConfig: Maximum supported ZeRO stage is {ZERO_MAX_STAGE_TEXT}"), "ZeRO stage must be 0-3")
 
     if allreduce_op == "sum":
@@ -673,7 +688,7 @@ def _error_check(config, resolved, report, allreduce_op):
         if isinstance(compile_, dict) and compile_.get("deepcompile"):
             conflicts.append(("DeepCompile", "compile.deepcompile is on"))
         for feature, reason in conflicts:
-            report.crash("DS407", "/gradient_allreduce_op",
+            report.crash(GRADIENT_ALLREDUCE_OP, "/gradient_allreduce_op",
                          ValueError(f"gradient_allreduce_op='sum' is not supported with {feature}"),
                          f"gradient_allreduce_op \"sum\" cannot be used because {reason}", fix='"mean"')
 
@@ -698,7 +713,7 @@ def _error_check(config, resolved, report, allreduce_op):
                 asserts.append((f"/{bf16_key}/bf16_optimizer_states",
                                 "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled."))
     for pointer, text in asserts:
-        report.crash("DS403", pointer, AssertionError(text),
+        report.crash(MASTER_WEIGHTS_STAGE, pointer, AssertionError(text),
                      f"{dotted(pointer)} needs ZeRO stage 1-3 (zero_optimization.stage is {stage})"
                      if "Stage 1, 2, or 3" in text else f"{dotted(pointer)} needs bf16_master_weights_and_grads")
 
@@ -708,10 +723,11 @@ def _warning_check(config, report):
     value = config.get("vocabulary_size", None)
     if not value:
         return
-    misaligned = _run(report, "DS605", "/vocabulary_size", f"vocabulary_size must be an integer, not {describe(value)}",
+    misaligned = _run(report, SECTION_TYPE, "/vocabulary_size",
+                      f"vocabulary_size must be an integer, not {describe(value)}",
                       lambda: bool(value % TENSOR_CORE_ALIGN_SIZE != 0), stop=False, fix=_int_fix(value))
     if misaligned is True:
-        report.note("DS607", "/vocabulary_size",
+        report.note(VOCABULARY_SIZE, "/vocabulary_size",
                     f"DeepSpeedConfig: vocabulary size {value} is not aligned to {TENSOR_CORE_ALIGN_SIZE}, may "
                     "import tensor core utilization. (DeepSpeed's warning: pad the model's vocabulary to a multiple "
                     "of 8 for tensor-core efficiency)")

@@ -8,7 +8,7 @@ compile, hybrid_engine), `Model(**x)` on whatever the user wrote, DeepSpeedConfi
 constraints, the models' validators and the deprecated-field migration. Keys, types, defaults
 and aliases come from the generated JSON Schema; only the validators' logic is code here.
 
-Stdlib only, and it never raises: odd input becomes findings.
+Stdlib only. Odd input becomes findings, never an exception.
 """
 
 from __future__ import annotations
@@ -19,7 +19,22 @@ import math
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from ..findings import PARSE, Finding, dotted, pointer_join
+from ..findings import Finding
+from ..phases import PARSE
+from ..pointers import dotted, pointer_join
+from ..rules.keys import (
+    COERCED_VALUE,
+    CONFLICTING_KEYS,
+    DEPRECATED_KEY,
+    IGNORED_KEY,
+    INVALID_VALUE,
+    STRICT_KEY,
+    UNKNOWN_KEY,
+    WRONG_TYPE,
+)
+from ..rules.precision import BFLOAT16_KEY, BFLOAT16_SHADOWED, LOSS_SCALE_WINDOW
+from ..rules.sections import SECTION_TYPE
+from ..rules.zero import COMPUTE_GRAD_NORM, PARTIAL_OFFLOAD_STAGE, ZERO_LEGACY_FORMAT
 from ..values import closest, is_auto, json_type, to_json
 from . import schema as _schema
 
@@ -41,13 +56,11 @@ class SectionsResult(NamedTuple):
 
 
 def check_sections(config) -> SectionsResult:
+    """Odd input becomes findings; an exception here is dsconfig's bug (an internal error, exit 2)."""
     ctx = _Context()
     if isinstance(config, dict):
-        try:
-            _check_pydantic_sections(config, ctx)
-            _check_loose(config, _schema.root(), "", ctx, top=True)
-        except Exception as exc:  # a bug here must not take the linter down with it
-            ctx.findings.append(Finding("DS103", f"dsconfig could not validate this config ({exc!r})", ""))
+        _check_pydantic_sections(config, ctx)
+        _check_loose(config, _schema.root(), "", ctx, top=True)
     return SectionsResult(ctx.findings, ctx.auto_dropped, ctx.resolved)
 
 
@@ -61,13 +74,13 @@ class _Context:
         self.auto_dropped: list[str] = []
         self.resolved: dict[str, dict | None] = {}
 
-    def add(self, code, message, pointer, **kwargs):
-        self.findings.append(Finding(code, message, pointer, **kwargs))
+    def add(self, rule, message, pointer, **kwargs):
+        self.findings.append(Finding(rule, message, pointer, **kwargs))
 
     def reject(self, exc: "_Reject", pointer: str, fix=None):
         """A pydantic-style rejection, prefixed with where it is so the line reads on its own."""
         where = exc.pointer or pointer
-        self.add(exc.code, f"`{dotted(where)}`: {exc.message}", where, fails_in=PARSE,
+        self.add(exc.rule, f"`{dotted(where)}`: {exc.message}", where, fails_in=PARSE,
                  fix=exc.fix if fix is None else fix)
 
 
@@ -81,8 +94,8 @@ def _check_pydantic_sections(config: dict, ctx: _Context) -> None:
     if "zero_optimization" in config:
         data = config["zero_optimization"]
         if isinstance(data, bool):
-            ctx.add("DS300", "`zero_optimization` written as a boolean is DeepSpeed's legacy format: true means "
-                    "stage 1, false stage 0; write {\"stage\": %d}" % (1 if data else 0), "/zero_optimization",
+            ctx.add(ZERO_LEGACY_FORMAT, "`zero_optimization` written as a boolean is DeepSpeed's legacy format: true "
+                    "means stage 1, false stage 0; write {\"stage\": %d}" % (1 if data else 0), "/zero_optimization",
                     fix=json.dumps({"stage": 1 if data else 0}))
             legacy = {"stage": 1 if data else 0}
             if data and "allgather_size" in config:
@@ -117,10 +130,11 @@ def _check_pydantic_sections(config: dict, ctx: _Context) -> None:
         data = config.get("bfloat16", {})
         if "bfloat16" in config:
             bf16_key = "bfloat16"
-            ctx.add("DS401", "`bfloat16` is the legacy spelling of `bf16`; rename it", "/bfloat16",
+            ctx.add(BFLOAT16_KEY, "`bfloat16` is the legacy spelling of `bf16`; rename it", "/bfloat16",
                     fix='"bf16"', on_key=True)
     elif "bfloat16" in config:
-        ctx.add("DS402", "`bf16` is present, so DeepSpeed ignores `bfloat16` entirely", "/bfloat16", on_key=True)
+        ctx.add(BFLOAT16_SHADOWED, "`bf16` is present, so DeepSpeed ignores `bfloat16` entirely",
+                "/bfloat16", on_key=True)
     ctx.resolved["bf16"] = _call(_section("bfloat16" if bf16_key == "bfloat16" else "bf16"), data,
                                  "/" + bf16_key, ctx)
 
@@ -149,11 +163,11 @@ def _timers(config: dict, ctx: _Context):
             if "throughput" in timers:
                 data = timers["throughput"]
         except Exception as error:
-            ctx.add("DS605", f"`timers` must be an object, not {json_type(timers)}: DeepSpeed raises "
+            ctx.add(SECTION_TYPE, f"`timers` must be an object, not {json_type(timers)}: DeepSpeed raises "
                     f"{type(error).__name__}: {error}", "/timers", fails_in=PARSE, fix="{}")
             return None
         if not isinstance(timers, dict):
-            ctx.add("DS109", f"`timers` should be object, got {json_type(timers)} {to_json(timers)}; DeepSpeed "
+            ctx.add(WRONG_TYPE, f"`timers` should be object, got {json_type(timers)} {to_json(timers)}; DeepSpeed "
                     "ignores it and keeps the default throughput timer", "/timers")
     values = _call(model, data, "/timers/throughput", ctx)
     return None if values is None else {"throughput": values}
@@ -168,7 +182,7 @@ def _call(model: dict, data, pointer: str, ctx: _Context, key_pointers=None):
         elif data is None:
             fix = "{}"
         qualified = model["x-deepspeed-model"]["class"]
-        ctx.add("DS605", f"`{dotted(pointer)}` must be an object, not {json_type(data)}: DeepSpeed raises "
+        ctx.add(SECTION_TYPE, f"`{dotted(pointer)}` must be an object, not {json_type(data)}: DeepSpeed raises "
                 f"TypeError: {qualified}() argument after ** must be a mapping, not {_pytype(data)}", pointer,
                 fails_in=PARSE, fix=fix)
         return None
@@ -180,14 +194,14 @@ def _call(model: dict, data, pointer: str, ctx: _Context, key_pointers=None):
 # ---------------------------------------------------------------------------------------------
 
 class _Reject(Exception):
-    """A value or model DeepSpeed rejects: message as pydantic words it, optional fix and code."""
+    """A value or model DeepSpeed rejects: message as pydantic words it, optional fix and rule."""
 
-    def __init__(self, message, pointer=None, fix=None, code="DS103"):
+    def __init__(self, message, pointer=None, fix=None, rule=INVALID_VALUE):
         super().__init__(message)
         self.message = message
         self.pointer = pointer
         self.fix = fix
-        self.code = code
+        self.rule = rule
 
 
 class _Field:
@@ -233,7 +247,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
     # DeepSpeedConfigModel.__init__(self, strict=False, **data): a key named "self" collides
     # with the bound instance before anything else happens.
     if "self" in data:
-        ctx.add("DS605", f"`{dotted(pointer)}` has a key named \"self\", which collides with the config model's "
+        ctx.add(SECTION_TYPE, f"`{dotted(pointer)}` has a key named \"self\", which collides with the config model's "
                 f"constructor: DeepSpeed raises TypeError: DeepSpeedConfigModel.__init__() got multiple values for "
                 f"argument 'self'", where("self"), fails_in=PARSE, on_key=True)
         return None
@@ -242,7 +256,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
         strict = data["strict"]
         effect = ("a true value also stops DeepSpeed from dropping \"auto\" values here, so they are validated"
                   if strict else "it has no effect")
-        ctx.add("DS108", f"`strict` is not a setting of {name}: DeepSpeedConfigModel.__init__ swallows it as its "
+        ctx.add(STRICT_KEY, f"`strict` is not a setting of {name}: DeepSpeedConfigModel.__init__ swallows it as its "
                 f"`strict` argument; {effect}", where("strict"), on_key=True)
     items = {}
     for key, value in data.items():
@@ -286,12 +300,13 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
         failed = True
         twin = next((f for f in fields if f.name == key and f.alias), None)
         if twin is not None:
-            ctx.add("DS105", f"`{key}` and `{twin.alias}` are the same setting; DeepSpeed uses `{twin.alias}` and "
-                    f"rejects `{key}` (Extra inputs are not permitted)", where(key), fails_in=PARSE, on_key=True)
+            ctx.add(CONFLICTING_KEYS, f"`{key}` and `{twin.alias}` are the same setting; DeepSpeed uses "
+                    f"`{twin.alias}` and rejects `{key}` (Extra inputs are not permitted)", where(key), fails_in=PARSE,
+                    on_key=True)
             continue
         candidates = [k for k in model["properties"] if k not in removed]
         hint, fix = _did_you_mean(key, candidates)
-        ctx.add("DS101", f"Unknown key `{key}` in `{dotted(pointer)}`: DeepSpeed rejects it (Extra inputs are not "
+        ctx.add(UNKNOWN_KEY, f"Unknown key `{key}` in `{dotted(pointer)}`: DeepSpeed rejects it (Extra inputs are not "
                 f"permitted){hint}", where(key), fails_in=PARSE, fix=fix, on_key=True)
 
     # Deprecated keys are announced whether or not the rest validates.
@@ -299,7 +314,7 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
         if field.deprecated and field.name in given:
             new = field.deprecated.get("new_param") or ""
             fix = json.dumps(new) if new in model["properties"] else None
-            ctx.add("DS104", f"`{given[field.name]}` is deprecated" + (f"; use `{new}`" if new else ""),
+            ctx.add(DEPRECATED_KEY, f"`{given[field.name]}` is deprecated" + (f"; use `{new}`" if new else ""),
                     where(given[field.name]), fix=fix, on_key=True)
 
     if failed:
@@ -328,8 +343,8 @@ def _migrate_deprecated(fields, values, given, where, ctx) -> bool:
         if not new or new not in values:
             continue
         if new in given:
-            ctx.add("DS105", f"Cannot provide deprecated parameter '{field.name}' and replacing parameter '{new}' "
-                    f"together", where(given[field.name]), fails_in=PARSE, on_key=True)
+            ctx.add(CONFLICTING_KEYS, f"Cannot provide deprecated parameter '{field.name}' and replacing parameter "
+                    f"'{new}' together", where(given[field.name]), fails_in=PARSE, on_key=True)
             return False
         migrate = dep.get("migrate")
         value = values.pop(field.name)
@@ -348,8 +363,9 @@ def _validate_field(model: dict, field: _Field, value, pointer: str, ctx: _Conte
     _check_constraints(result, field.constraints, pointer)
     if _coerced(original, result):
         text = to_json(result)
-        ctx.add("DS106", f"DeepSpeed converts {to_json(original)} to {text} for `{dotted(pointer)}`; write {text}",
-                pointer, fix=text)
+        ctx.add(COERCED_VALUE,
+                f"DeepSpeed converts {to_json(original)} to {text} for `{dotted(pointer)}`; write {text}", pointer,
+                fix=text)
     return result
 
 
@@ -717,10 +733,12 @@ def _fp16_dynamic(values, given, where):
     if values["enabled"] and values["loss_scale"] == 0:
         if values["loss_scale_window"] <= 0:
             raise _Reject("Value error, fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled "
-                          "(loss_scale=0)", where(given.get("loss_scale_window", "loss_scale_window")), code="DS405")
+                          "(loss_scale=0)", where(given.get("loss_scale_window", "loss_scale_window")),
+                          rule=LOSS_SCALE_WINDOW)
         if values["min_loss_scale"] <= 0:
             raise _Reject("Value error, fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled "
-                          "(loss_scale=0)", where(given.get("min_loss_scale", "min_loss_scale")), code="DS405")
+                          "(loss_scale=0)", where(given.get("min_loss_scale", "min_loss_scale")),
+                          rule=LOSS_SCALE_WINDOW)
     return values
 
 
@@ -733,7 +751,7 @@ def _zero_overlap_comm(values, given, where):
 def _zero_compute_grad_norm(values, given, where):
     if not values["compute_grad_norm"] and values["stage"] not in (1, 2):
         raise _Reject("Value error, compute_grad_norm=false is supported only with ZeRO Stage 1 or 2",
-                      where("compute_grad_norm"), code="DS305")
+                      where("compute_grad_norm"), rule=COMPUTE_GRAD_NORM)
     return values
 
 
@@ -742,7 +760,7 @@ def _zero_offload_ratio(values, given, where):
     if offload is not None and offload["ratio"] < 1.0 and values["stage"] != 3:
         key = given.get("offload_optimizer", "offload_optimizer")
         raise _Reject("Assertion failed, Partial offloading only supported for ZeRO Stage 3.",
-                      pointer_join(where(key), "ratio"), code="DS302")
+                      pointer_join(where(key), "ratio"), rule=PARTIAL_OFFLOAD_STAGE)
     return values
 
 
@@ -813,7 +831,7 @@ def _check_loose(value, node: dict, pointer: str, ctx: _Context, top=False) -> N
             if extra == "ignore" and not (top and key == "$schema"):
                 hint, fix = _did_you_mean(key, _schema.known_keys(branch))
                 where = "at the top level" if top else f"in `{dotted(pointer)}`"
-                ctx.add("DS102", f"Unknown key `{key}` {where}: DeepSpeed ignores it{hint}", here, fix=fix,
+                ctx.add(IGNORED_KEY, f"Unknown key `{key}` {where}: DeepSpeed ignores it{hint}", here, fix=fix,
                         on_key=True)
             continue
         if "x-deepspeed-removed" in prop or _schema.model_branch(prop) is not None:
@@ -834,7 +852,7 @@ def _check_type(value, prop: dict, pointer: str, ctx: _Context) -> None:
     if _json_kinds(value) & kinds:
         return
     expected = " or ".join(sorted(kinds) + [json.dumps(c) for c in consts if c is not None])
-    ctx.add("DS109", f"`{dotted(pointer)}` should be {expected}, got {json_type(value)} {to_json(value)}; "
+    ctx.add(WRONG_TYPE, f"`{dotted(pointer)}` should be {expected}, got {json_type(value)} {to_json(value)}; "
             f"DeepSpeed does not check it while parsing", pointer)
 
 

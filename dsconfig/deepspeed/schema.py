@@ -11,6 +11,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ..pointers import pointer_join, pointer_tokens
+
 SCHEMA_FILE = "deepspeed.schema.json"
 
 
@@ -32,10 +34,6 @@ def load() -> dict:
 
 def root() -> dict:
     return load()
-
-
-def deepspeed_version() -> str:
-    return load().get("x-deepspeed-version", "")
 
 
 def property_of(obj: dict, key: str) -> dict | None:
@@ -68,10 +66,6 @@ def model_branch(node: dict) -> dict | None:
 
 def model_name(model: dict) -> str:
     return model["x-deepspeed-model"]["class"].rsplit(".", 1)[-1]
-
-
-def is_strict(model: dict) -> bool:
-    return model.get("x-deepspeed-model", {}).get("extra") == "forbid"
 
 
 def removed_message(obj: dict, key: str) -> str | None:
@@ -116,3 +110,55 @@ def _collect(node: dict, kinds: set, consts: list) -> bool:
         open_ended = [_collect(b, kinds, consts) for b in branches]  # visit every branch
         return any(open_ended)
     return not typed and "not" not in node
+
+
+# -- lookups by JSON pointer -----------------------------------------------------------------------
+
+
+def property_at(pointer: str) -> dict | None:
+    """The schema of the value at `pointer` (None for keys the schema does not know)."""
+    node = root()
+    for token in pointer_tokens(pointer):
+        node = property_of(node, token)
+        if node is None:
+            return None
+    return node
+
+
+def fill_targets(pointer: str) -> frozenset:
+    """Names of the targets that replace an "auto" at `pointer` before DeepSpeed sees it."""
+    prop = property_at(pointer)
+    return frozenset(prop.get("x-dsconfig-fill", ())) if prop else frozenset()
+
+
+@lru_cache(maxsize=1)
+def fill_pointers() -> tuple[tuple[str, frozenset], ...]:
+    """(pointer, target names) for every value the HF Trainer or Accelerate may fill."""
+    found = []
+    stack = [("", root())]
+    while stack:
+        pointer, node = stack.pop()
+        if node.get("x-dsconfig-fill"):
+            found.append((pointer, frozenset(node["x-dsconfig-fill"])))
+        branch = object_branch(node) or {}
+        stack.extend((pointer_join(pointer, key), prop) for key, prop in branch.get("properties", {}).items())
+    return tuple(sorted(found))
+
+
+def default_at(pointer: str):
+    """DeepSpeed's default for the value at `pointer` (None when it has none, or the key is unknown)."""
+    prop = property_at(pointer)
+    return prop.get("default") if prop else None
+
+
+@lru_cache(maxsize=1)
+def removed() -> tuple[tuple[str, str], ...]:
+    """(pointer, DeepSpeed's message) for every block DeepSpeed refuses to load."""
+    found = []
+    for parent in ("", "/zero_optimization"):
+        node = property_at(parent) if parent else root()
+        branch = object_branch(node) or {}
+        for key, prop in branch.get("properties", {}).items():
+            if "x-deepspeed-removed" in prop:
+                found.append((pointer_join(parent, key), prop["x-deepspeed-removed"]))
+    return tuple(found)

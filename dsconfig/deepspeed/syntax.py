@@ -7,7 +7,11 @@ rejects hjson syntax and silently keeps the last duplicate.
 
 from __future__ import annotations
 
-from ..findings import LOAD, Finding, dotted
+from ..findings import Finding
+from ..phases import LOAD
+from ..pointers import dotted
+from ..rules.files import DUPLICATE_KEY, HJSON_SYNTAX, HJSON_VALUE_TRAP, PARSE_ERROR
+from ..targets import Target
 
 _NOTE_WORDS = {
     "comment": ("comment", "comments"),
@@ -25,21 +29,22 @@ _NOTE_WORDS = {
 JSON_READERS = "json.load (HF Trainer, Accelerate, Lightning)"
 
 
-def load_findings(doc, target: str) -> list[Finding]:
+def load_findings(doc, target: Target) -> list[Finding]:
     """DS000-DS003 for one document and target."""
     findings: list[Finding] = []
-    strict = target != "deepspeed"
+    strict = target.loader == "json"
     if doc.scan is None:
         error = doc.scan_error
         if not strict:
-            findings.append(Finding("DS000", f"DeepSpeed's hjson loader fails: {error.message}", offset=error.offset,
+            findings.append(Finding(PARSE_ERROR, f"DeepSpeed's hjson loader fails: {error.message}",
+                                    offset=error.offset,
                                     fails_in=LOAD))
             return findings
     if strict and doc.json_error is not None:
         error = doc.json_error
         also = ("" if doc.scan is None
-                else "; DeepSpeed's own hjson loader would accept it, the " + target + " target does not")
-        findings.append(Finding("DS000", f"{JSON_READERS} fails: {error.msg}{also}", offset=error.pos,
+                else "; DeepSpeed's own hjson loader would accept it, the " + target.name + " target does not")
+        findings.append(Finding(PARSE_ERROR, f"{JSON_READERS} fails: {error.msg}{also}", offset=error.pos,
                                 fails_in=LOAD))
     if doc.scan is None:
         return findings
@@ -53,11 +58,11 @@ def load_findings(doc, target: str) -> list[Finding]:
             count = len(notes)
             words = one if count == 1 else f"{count} {many}"
             findings.append(Finding(
-                "DS002", f"{words}: DeepSpeed's hjson loader accepts this, but {JSON_READERS} rejects the file",
+                HJSON_SYNTAX, f"{words}: DeepSpeed's hjson loader accepts this, but {JSON_READERS} rejects the file",
                 offset=notes[0].start))
         for trap in doc.scan.traps:
             findings.append(Finding(
-                "DS003", f"{dotted(trap.pointer)}: hjson reads {trap.text!r} as a string: {trap.reason}",
+                HJSON_VALUE_TRAP, f"{dotted(trap.pointer)}: hjson reads {trap.text!r} as a string: {trap.reason}",
                 trap.pointer))
 
     for dup in doc.scan.duplicates:
@@ -66,9 +71,9 @@ def load_findings(doc, target: str) -> list[Finding]:
         if strict:
             message = (f"duplicate key `{key}` (first at line {first_line}): {JSON_READERS} silently keeps the last "
                        "value; DeepSpeed's own loader rejects the file")
-            findings.append(Finding("DS001", message, offset=dup.key_start))
+            findings.append(Finding(DUPLICATE_KEY, message, offset=dup.key_start))
         else:
             message = (f"duplicate key `{key}` (first at line {first_line}): DeepSpeed fails with "
                        f"\"ValueError: Duplicate keys in DeepSpeed config: ['{key.rsplit('.', 1)[-1]}']\"")
-            findings.append(Finding("DS001", message, offset=dup.key_start, fails_in=LOAD))
+            findings.append(Finding(DUPLICATE_KEY, message, offset=dup.key_start, fails_in=LOAD))
     return findings

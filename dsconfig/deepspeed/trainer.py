@@ -37,7 +37,12 @@ import re
 from types import MappingProxyType
 from typing import NamedTuple
 
-from ..findings import INITIALIZE, PARSE, Finding, pointer_from
+from ..findings import Finding
+from ..phases import INITIALIZE, PARSE
+from ..pointers import pointer_from
+from ..rules.batch import BATCH_MISMATCH
+from ..rules.integration import AUTO_FILLED, STEPS_PER_EPOCH, TRAINER_MISMATCH
+from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..values import closest, to_json
 from . import batch, schema
 from .target import auto_pointers
@@ -212,7 +217,7 @@ class EpochPlan(NamedTuple):
     sampler: str  # "accelerate" (BatchSamplerShard, even_batches) | "distributed" (DistributedSampler)
 
 
-def epoch_plan(target: str, dataset_size: int, micro_batch: int, gradient_accumulation: int, world_size: int,
+def epoch_plan(target: Target, dataset_size: int, micro_batch: int, gradient_accumulation: int, world_size: int,
                drop_last: bool) -> EpochPlan:
     """How many batches and optimizer steps rank 0 runs per epoch.
 
@@ -226,7 +231,7 @@ def epoch_plan(target: str, dataset_size: int, micro_batch: int, gradient_accumu
     steps at every GAS-th one, so an epoch holds batches / GAS steps on average.
     """
     n, m, g, w = dataset_size, micro_batch, gradient_accumulation, world_size
-    if target in ("hf-trainer", "accelerate"):
+    if target.fills_auto:  # Accelerate shards the batches
         total_batches = n // m if drop_last else -(-n // m)
         batches = total_batches // w
         if total_batches % w and not drop_last:
@@ -238,7 +243,7 @@ def epoch_plan(target: str, dataset_size: int, micro_batch: int, gradient_accumu
             samples = batches * m
             last = m if batches else 0
         full_steps = -(-batches // g)
-        steps = max(full_steps, 1) if target == "hf-trainer" else full_steps
+        steps = max(full_steps, 1) if target is HF_TRAINER else full_steps
         first = steps if batches else 0
         rest = batches % g
         return EpochPlan(w, m, g, drop_last, samples, batches, last, steps, first, rest, "accelerate")
@@ -255,7 +260,7 @@ def trainer_total_steps(args: dict, dataset_size: int | None, world_size: int | 
         return args["max_steps"], f"max_steps {args['max_steps']}"
     if dataset_size is None or world_size is None:
         return None, ""
-    plan = epoch_plan("hf-trainer", dataset_size, args["per_device_train_batch_size"],
+    plan = epoch_plan(HF_TRAINER, dataset_size, args["per_device_train_batch_size"],
                       args["gradient_accumulation_steps"], world_size, args["dataloader_drop_last"])
     if plan.batches_per_gpu == 0:
         return None, ""  # the Trainer raises before DeepSpeed starts (dataset_table says so)
@@ -552,16 +557,16 @@ def trainer_findings(config: dict, training_args: dict | None, world_size=None, 
             if key in seen:
                 continue
             seen.add(key)
-            findings.append(Finding("DS703", message, pointer, fails_in=INITIALIZE, world_size=step.world_size,
+            findings.append(Finding(TRAINER_MISMATCH, message, pointer, fails_in=INITIALIZE, world_size=step.world_size,
                                     fix=None if pointer == "" else _fix_for(step)))
-        if run.early_error and not any(f.pointer == early_pointer for f in findings if f.code == "DS703"):
+        if run.early_error and not any(f.pointer == early_pointer for f in findings if f.rule is TRAINER_MISMATCH):
             mixed = "fp16" if args["fp16"] else "bf16"
             message = (f"TrainingArguments set {mixed}=true, but {early_pointer[1:].replace('/', '.')} is enabled: "
                        f"Trainer(...) fails before training with Accelerate's \"{run.early_error[1]}\". "
                        "Set it to \"auto\"")
             if ("early", message) not in seen:
                 seen.add(("early", message))
-                findings.append(Finding("DS703", message, early_pointer, fails_in=INITIALIZE, fix='"auto"'))
+                findings.append(Finding(TRAINER_MISMATCH, message, early_pointer, fails_in=INITIALIZE, fix='"auto"'))
         if w is not None:
             findings.extend(_batch_after_fill(config, run, args, w))
 
@@ -570,9 +575,9 @@ def trainer_findings(config: dict, training_args: dict | None, world_size=None, 
                                                                                  dict) else None
         if stage == 3 and not isinstance(stage, bool):
             findings.append(Finding(
-                "DS703", "auto_find_batch_size is set in TrainingArguments and zero_optimization.stage is 3: "
-                         "Trainer(...) raises \"`auto_find_batch_size` isn't supported yet with DeepSpeed Zero-3. "
-                         "Please consider using Zero-2, Zero-1, or FSDP\"", "/zero_optimization/stage",
+                TRAINER_MISMATCH, "auto_find_batch_size is set in TrainingArguments and zero_optimization.stage is 3: "
+                                  "Trainer(...) raises \"`auto_find_batch_size` isn't supported yet with DeepSpeed "
+                                  "Zero-3. Please consider using Zero-2, Zero-1, or FSDP\"", "/zero_optimization/stage",
                 fails_in=INITIALIZE))
 
     if None in replays:
@@ -597,7 +602,7 @@ def _train_batch_without_world(config: dict, args: dict) -> list[Finding]:
                f"which is never {to_json(value)} at any world size: the Trainer reports \"- ds train_batch_size="
                f"{value} vs hf train_batch_size (calculated)=...\" and the whole run fails at the start of train() "
                f"with \"{MISMATCH_HEAD} ...\". Set it to \"auto\"")
-    return [Finding("DS703", message, "/train_batch_size", fails_in=INITIALIZE, fix='"auto"')]
+    return [Finding(TRAINER_MISMATCH, message, "/train_batch_size", fails_in=INITIALIZE, fix='"auto"')]
 
 
 def _matching_world(value, unit: int) -> int | None:
@@ -650,7 +655,7 @@ def _batch_after_fill(config: dict, run: Replay, args: dict, world: int) -> list
         why = "the values the Trainer fills do not satisfy DeepSpeed's batch arithmetic"
     message = (f"at world size {world} DeepSpeed receives {given} from the HF Trainer and fails when train() "
                f"starts the engine: {outcome.error}. {why}")
-    return [Finding("DS202", message, "", fails_in=PARSE, world_size=world)]
+    return [Finding(BATCH_MISMATCH, message, "", fails_in=PARSE, world_size=world)]
 
 
 # -- DS704: what gets filled ----------------------------------------------------------------------
@@ -686,12 +691,8 @@ _PLUGIN_DEFAULTS = {  # Accelerate's DeepSpeedPlugin, with no ACCELERATE_* envir
 
 def trainer_fills(pointer: str) -> str | None:
     """How the HF Trainer fills an "auto" at `pointer` (the schema's x-dsconfig-fill), or None."""
-    node = schema.root()
-    for token in pointer.split("/")[1:]:
-        node = schema.property_of(node, token.replace("~1", "/").replace("~0", "~"))
-        if node is None:
-            return None
-    return (node.get("x-dsconfig-fill") or {}).get("hf-trainer")
+    node = schema.property_at(pointer)
+    return (node.get("x-dsconfig-fill") or {}).get(HF_TRAINER.name) if node is not None else None
 
 
 def _filled_pointers(config: dict) -> list[str]:
@@ -723,7 +724,7 @@ def _describe_fills(config: dict) -> list[Finding]:
     message = (f"the HF Trainer fills {len(pointers)} \"auto\" value{'s' if len(pointers) != 1 else ''} before "
                "DeepSpeed sees the config: " + "; ".join(parts)
                + ". Give the TrainingArguments (--training-args) to check the concrete values against them")
-    return [Finding("DS704", message, "")]
+    return [Finding(AUTO_FILLED, message, "")]
 
 
 def _describe_with_args(config: dict, training_args: dict, args: dict, replays: dict) -> Finding | None:
@@ -771,7 +772,7 @@ def _describe_with_args(config: dict, training_args: dict, args: dict, replays: 
     message += (f". TrainingArguments not in the file take the transformers {TRANSFORMERS_VERSION} defaults"
                 + (f" (given: {', '.join(given)})" if given else ""))
     message += _unknown_keys_note(training_args)
-    return Finding("DS704", message, "")
+    return Finding(AUTO_FILLED, message, "")
 
 
 def _shown_values(key: str, values: list[tuple], args: dict) -> str:
@@ -808,11 +809,11 @@ _HOW = {
 }
 
 
-def _loop_values(config: dict, target: str, args: dict | None, world: int):
+def _loop_values(config: dict, target: Target, args: dict | None, world: int):
     """(micro batch, GAS, drop_last, note) the target's loop uses at `world`, or a reason they are unknown."""
     given = args is not None
     eff = effective_args(args)
-    if target == "hf-trainer":
+    if target is HF_TRAINER:
         if given:
             return eff["per_device_train_batch_size"], eff["gradient_accumulation_steps"], \
                 eff["dataloader_drop_last"], None
@@ -821,14 +822,14 @@ def _loop_values(config: dict, target: str, args: dict | None, world: int):
                                        "TrainingArguments.gradient_accumulation_steps (give --training-args)")
         micro, gas = config.get(batch.MBS), config.get(batch.GAS)
         drop_last = False
-    elif target == "accelerate":
+    elif target is ACCELERATE:
         micro, gas = config.get(batch.MBS), config.get(batch.GAS, 1)
         if isinstance(micro, str) and micro == "auto":
             micro = eff["per_device_train_batch_size"] if given else micro
         if isinstance(gas, str) and gas == "auto":
             gas = eff["gradient_accumulation_steps"] if given else gas
         drop_last = eff["dataloader_drop_last"]
-    elif target == "lightning":
+    elif target is LIGHTNING:
         micro = config.get(batch.MBS)
         if micro is None and given:
             micro = eff["per_device_train_batch_size"]
@@ -838,16 +839,16 @@ def _loop_values(config: dict, target: str, args: dict | None, world: int):
         micro, gas = config.get(batch.MBS), config.get(batch.GAS)
         drop_last = bool(config.get("dataloader_drop_last", False))
     tbs = config.get(batch.TBS)
-    if target in ("hf-trainer", "accelerate") and isinstance(tbs, str) and tbs == "auto":
+    if target.fills_auto and isinstance(tbs, str) and tbs == "auto":
         tbs = None  # filled with micro × GAS × world: DeepSpeed derives the same
     values = [tbs, micro, gas]
     for i, v in enumerate(values):
         if isinstance(v, str) and v == "auto":
             name = batch.BATCH_KEYS[i]
             return None, None, drop_last, f"{name} is \"auto\" (give --training-args for the value the target fills)"
-    if target in ("hf-trainer", "accelerate") and batch.GAS not in config:
+    if target.fills_auto and batch.GAS not in config:
         values[2] = 1  # Accelerate's DeepSpeedPlugin inserts it
-    dp = batch.data_parallel_size(config, world) if target == "deepspeed" else world
+    dp = batch.data_parallel_size(config, world) if target is DEEPSPEED else world
     outcome = batch.resolve(*values, dp)
     if not outcome.ok:
         return None, None, drop_last, f"DeepSpeed rejects the batch sizes at this world size ({outcome.error})"
@@ -862,7 +863,7 @@ def _fmt_steps(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0")
 
 
-def dataset_table(config: dict, dataset_size: int, world_sizes, target: str,
+def dataset_table(config: dict, dataset_size: int, world_sizes, target: Target,
                   training_args: dict | None = None) -> list[Finding]:
     """DS705 per world size: micro-batches and optimizer steps per epoch for `dataset_size` samples.
 
@@ -881,7 +882,7 @@ def dataset_table(config: dict, dataset_size: int, world_sizes, target: str,
             plans[w] = why
             continue
         dp = w
-        if target == "deepspeed" and "sequence_parallel_size" in config:
+        if target is DEEPSPEED and "sequence_parallel_size" in config:
             dp = batch.data_parallel_size(config, w)
             if isinstance(dp, float):
                 plans[w] = f"sequence_parallel_size does not divide world size {w}"
@@ -898,19 +899,19 @@ def dataset_table(config: dict, dataset_size: int, world_sizes, target: str,
         if isinstance(plan, str):
             message = (f"{dataset_size} samples at world size {w}: steps per epoch unknown: {plan}. "
                        f"Optimizer steps per epoch by world size: {row}")
-            findings.append(Finding("DS705", message, "", world_size=w))
+            findings.append(Finding(STEPS_PER_EPOCH, message, "", world_size=w))
             continue
-        findings.append(Finding("DS705", _table_message(plan, dataset_size, target, row, eff, training_args), "",
-                                world_size=w))
+        findings.append(Finding(STEPS_PER_EPOCH, _table_message(plan, dataset_size, target, row, eff, training_args),
+                                "", world_size=w))
     return findings
 
 
-def _table_message(plan: EpochPlan, n: int, target: str, row: str, args: dict, given: dict | None) -> str:
+def _table_message(plan: EpochPlan, n: int, target: Target, row: str, args: dict, given: dict | None) -> str:
     w, m, g = plan.world_size, plan.micro_batch, plan.gradient_accumulation
     if plan.batches_per_gpu == 0:
         text = (f"{n} samples at world size {w}: with drop_last each GPU gets no complete micro-batch of {m}, so an "
                 "epoch runs 0 steps")
-        if target == "hf-trainer" and args["max_steps"] <= 0:
+        if target is HF_TRAINER and args["max_steps"] <= 0:
             text += (" (the HF Trainer raises \"args.max_steps must be set to a positive value if dataloader does not "
                      "have a length\")")
         return text + f". Optimizer steps per epoch by world size: {row}"
@@ -929,12 +930,12 @@ def _table_message(plan: EpochPlan, n: int, target: str, row: str, args: dict, g
         text += (f" ({plan.first_epoch_steps} complete in the first epoch; DeepSpeed carries the other "
                  f"{_plural(plan.last_accumulation, 'micro-batch')} into the next epoch)")
     text += f", {global_batch} samples per optimizer step ({m} × {g} × {w})"
-    if target == "hf-trainer" and given is not None:
+    if target is HF_TRAINER and given is not None:
         total, _ = trainer_total_steps(args, n, w)
         if total is not None:
             how = "max_steps" if args["max_steps"] > 0 else f"{args['num_train_epochs']:g} epochs"
             text += f"; {total} optimizer steps in total ({how})"
-    text += (f". {_HOW[target]}. Optimizer steps per epoch by world size: {row}; they should fall as 1/world_size; "
-             "steps that fall with the square of the GPU count mean the training code splits the data twice (its "
-             "own DistributedSampler or per-rank slicing under a loader that is sharded again)")
+    text += (f". {_HOW[target.name]}. Optimizer steps per epoch by world size: {row}; they should fall as "
+             "1/world_size; steps that fall with the square of the GPU count mean the training code splits the data "
+             "twice (its own DistributedSampler or per-rank slicing under a loader that is sharded again)")
     return text

@@ -8,7 +8,7 @@ command in front of it. Standard library only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import activations, memory
 from .shapes import ModelShape
@@ -191,6 +191,3 @@ def _largest_batch(fits) -> int:
         low *= 2
     return largest_fitting(fits, low, min(2 * low - 1, MAX_MICRO_BATCH))
 
-
-def with_micro_batch(setup: TrainingSetup, micro_batch: int) -> TrainingSetup:
-    return replace(setup, micro_batch=micro_batch)

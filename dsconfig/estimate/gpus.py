@@ -79,10 +79,12 @@ _UNITS = {"B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "
           "G": 1 << 30, "T": 1 << 40, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
 
-def parse_size(text: str) -> int:
-    """`80GB` -> 80·10⁹ bytes, `80GiB` or `80G` -> 80·2³⁰, a bare number -> GiB (`80` = 80 GiB).
+def parse_memory_size(text: str) -> int:
+    """A memory size (--gpu-mem, --cpu-mem): `80GB` -> 80·10⁹ bytes, `80GiB` or `80G` -> 80·2³⁰, a bare
+    number -> GiB (`80` = 80 GiB).
 
-    GB means 10⁹ as on a data sheet; GiB (and the one-letter form) means 2³⁰.
+    GB means 10⁹ as on a data sheet; GiB (and the one-letter form) means 2³⁰. Compare
+    dsconfig.files.parse_file_size, where every unit is a power of 1024.
     """
     match = _SIZE.fullmatch(str(text))
     if not match:

@@ -42,7 +42,7 @@ def size(value: str | None, option: str) -> int | None:
     if value is None:
         return None
     try:
-        return gpus.parse_size(value)
+        return gpus.parse_memory_size(value)
     except ValueError as error:
         raise InputProblem(f"{option}: {error}") from None
 

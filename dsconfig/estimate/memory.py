@@ -17,7 +17,7 @@ that case and say what changes for fp32 and other optimizers:
 ZeRO-1 partitions master + states + fp32 gradient, ZeRO-2 also the 16-bit gradient, ZeRO-3 also
 the weights — the ZeRO paper's partitioning (Rajbhandari et al. 2020, §5) with DeepSpeed's bytes
 per state, so stage 0 = 20 B/param and stage 1 = 4 + 16/G B/param for 16-bit Adam, which is also
-what DeepSpeed's autotuner assumes (research §7). DeepSpeed's ZeRO-3 estimator counts 18 B/param
+what DeepSpeed's autotuner assumes (Autotuner.get_instantiation_memory_required_per_gpu). DeepSpeed's ZeRO-3 estimator counts 18 B/param
 partitioned (2 weights + 4 gradient + 12 optimizer) and 4·L for the largest layer gathered with
 its gradient; we split it that way.
 """

@@ -22,7 +22,8 @@ from ..commands.oneline import one_line_errors
 from ..estimate import catalog, inputs, shapes
 from ..estimate.inputs import shape_options
 from ..estimate.memory import OPTIMIZERS
-from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES, TARGETS
+from ..targets import NAMES as TARGET_NAMES
+from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES
 
 PROG = "dsconfig generate"
 
@@ -50,7 +51,7 @@ InputError, _OneLineErrors = one_line_errors(PROG)
                                                                 "largest that fits]")
 @click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True,
               help="auto: bf16 where the GPU has it, else fp16 with loss scaling.")
-@click.option("--target", type=click.Choice(TARGETS), default="hf-trainer", show_default=True,
+@click.option("--target", type=click.Choice(TARGET_NAMES), default="hf-trainer", show_default=True,
               help="Who hands the config to DeepSpeed.")
 @click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
               help="The optimizer (its states decide the memory).")
@@ -182,18 +183,19 @@ def self_check(plan, files) -> list[str]:
     Returns "file: CODE message" for every error; warnings and infos are left to the tests (which
     require none but the documented infos). A non-empty result is a dsconfig bug.
     """
-    from .. import engine
+    from .. import engine, targets
     from .render import ACCELERATE_CONFIG, DS_CONFIG, trainer_arguments
 
     request = plan.request
-    training_args = trainer_arguments(plan) if request.target == "hf-trainer" else None
-    options = engine.Options(target=request.target, world_sizes=(request.world_size,), gpus=request.gpus,
+    target = targets.BY_NAME[request.target]
+    training_args = trainer_arguments(plan) if target is targets.HF_TRAINER else None
+    options = engine.Options(target=target, world_sizes=(request.world_size,), gpus=request.gpus,
                              nodes=request.nodes, training_args=training_args)
     problems = []
     for file in files:
         if file.name not in (DS_CONFIG, ACCELERATE_CONFIG):
             continue
-        for finding in engine.lint_text(file.text, file.name, options):
+        for finding in engine.lint_document(engine.open_document(file.text, file.name, options), options):
             if finding.severity == "error":
                 problems.append(f"{file.name} fails dsconfig lint: {finding.code} {finding.message}")
     return problems

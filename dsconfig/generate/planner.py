@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .. import targets
 from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate, largest_fitting
 from ..estimate.memory import Buckets
 from ..estimate.shapes import ModelShape
 from ..values import divisors
 
-TARGETS = ("hf-trainer", "accelerate", "deepspeed", "lightning")
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 DEFAULT_MODEL = "llama-3.1-8b"  # sized for when no --model/--params is given: the common fine-tuning size
 DEFAULT_HEADROOM = 0.10  # of the GPU memory, kept free for allocator fragmentation
@@ -314,8 +314,8 @@ def plan(request: Request) -> Plan:
 
 
 def _check(request: Request) -> None:
-    if request.target not in TARGETS:
-        raise PlanError(f"--target must be one of {', '.join(TARGETS)}, got {request.target!r}")
+    if request.target not in targets.NAMES:
+        raise PlanError(f"--target must be one of {', '.join(targets.NAMES)}, got {request.target!r}")
     for name in ("gpus", "nodes", "seq_len"):
         if getattr(request, name) < 1:
             raise PlanError(f"--{name.replace('_', '-')} must be at least 1")

@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..targets import ACCELERATE, BY_NAME, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from . import templates
 from .planner import ADAM_FAMILY, Plan, nvme_param_buffer
 
@@ -133,8 +134,8 @@ def ds_values(plan: Plan) -> dict:
     accumulate_grad_batches and gradient_clip_val and refuses gradient_accumulation_steps).
     """
     request, shape = plan.request, plan.shape
-    target = request.target
-    hf, lightning = target == "hf-trainer", target == "lightning"
+    target = plan_target(plan)
+    hf, lightning = target is HF_TRAINER, target is LIGHTNING
     adam = request.optimizer in ADAM_FAMILY
     # Optimizer offload with the Trainer: DeepSpeed builds its CPU Adam from this block, with the
     # Trainer's lr/betas/eps/weight_decay. Elsewhere the script's optimizer is kept (zero_force false).
@@ -178,10 +179,14 @@ def ds_config_text(plan: Plan) -> str:
 
 # -- accelerate_config.yaml -------------------------------------------------------------------------
 
+def plan_target(plan: Plan) -> Target:
+    return BY_NAME[plan.request.target]
+
+
 def writes_accelerate_config(plan: Plan) -> bool:
     """The HF Trainer and Accelerate targets run under `accelerate launch`; Lightning and plain
     DeepSpeed scripts start their own processes and never read the YAML."""
-    return plan.request.target in ("hf-trainer", "accelerate")
+    return plan_target(plan).fills_auto
 
 
 def accelerate_values(plan: Plan, paths: Paths) -> dict:
@@ -229,11 +234,11 @@ def hostfile_text(plan: Plan) -> str:
 
 def slurm_text(plan: Plan, paths: Paths = Paths()) -> str:
     request = plan.request
-    target = request.target
-    if target == "lightning":
+    target = plan_target(plan)
+    if target is LIGHTNING:
         command = f"srun python {shlex.quote(paths.script)}"
         tasks = request.gpus  # Lightning's SLURM environment: one task per GPU
-    elif target == "accelerate":
+    elif target is ACCELERATE:
         inner = (f"accelerate launch --config_file {shlex.quote(paths.accelerate_config)} --machine_rank $SLURM_NODEID "
                  f"--main_process_ip $MASTER_ADDR --main_process_port $MASTER_PORT {shlex.quote(paths.script)}")
         command = f"srun bash -c {shlex.quote(inner)}"
@@ -264,7 +269,7 @@ def trainer_arguments(plan: Plan) -> dict:
 def script_command(plan: Plan, paths: Paths) -> list[str]:
     """The training script and its arguments (HF Trainer: the TrainingArguments flags)."""
     words = [shlex.quote(paths.script)]
-    if plan.request.target == "hf-trainer":
+    if plan_target(plan) is HF_TRAINER:
         words += ["--deepspeed", shlex.quote(paths.ds_config)]
         for key, value in trainer_arguments(plan).items():
             words += [f"--{key}"] if value is True else [f"--{key}", str(value)]
@@ -277,16 +282,16 @@ def script_settings(plan: Plan, paths: Paths) -> list[str]:
     m, a = plan.micro_batch, plan.accumulation
     ckpt = ["model.gradient_checkpointing_enable() (HF models; torch.utils.checkpoint otherwise)"] \
         if plan.checkpointing else []
-    target = request.target
-    if target == "accelerate":
+    target = plan_target(plan)
+    if target is ACCELERATE:
         return [f"DataLoader(batch_size={m}) passed to accelerator.prepare()",
                 f"Accelerator(gradient_accumulation_steps={a})"] + ckpt
-    if target == "deepspeed":
+    if target is DEEPSPEED:
         offload = ["pass deepspeed.ops.adam.DeepSpeedCPUAdam as the optimizer (a torch optimizer works, slower)"] \
             if plan.shape.offload_optimizer != "none" else []
         initialize = f"deepspeed.initialize(..., config={paths.ds_config!r})"
         return [initialize, f"DataLoader(batch_size={m})"] + offload + ckpt
-    if target == "lightning":
+    if target is LIGHTNING:
         precision = {"bf16": "bf16-mixed", "fp16": "16-mixed", "fp32": "32-true"}[plan.precision]
         trainer = (f"Trainer(strategy=DeepSpeedStrategy(config={paths.ds_config!r}), accelerator=\"gpu\", "
                    f"devices={request.gpus}, num_nodes={request.nodes}, precision=\"{precision}\", "
@@ -305,34 +310,34 @@ def launch_commands(plan: Plan, paths: Paths) -> list[Command]:
     request = plan.request
     g, n = request.gpus, request.nodes
     script = " ".join(script_command(plan, paths))
-    target = request.target
+    target = plan_target(plan)
     yaml = shlex.quote(paths.accelerate_config)
     accelerate = f"accelerate launch --config_file {yaml} {script}"
     deepspeed = f"deepspeed --num_gpus {g} {script}"
     torchrun = f"torchrun --nproc_per_node {g} {script}"
     if n == 1:
-        if target == "lightning":
+        if target is LIGHTNING:
             return [Command("Lightning starts its processes itself", f"python {shlex.quote(paths.script)}")]
-        if target in ("hf-trainer", "accelerate"):
+        if target.fills_auto:
             out = [Command("accelerate launch", accelerate)]
-            if target == "hf-trainer":
+            if target is HF_TRAINER:
                 out += [Command("or deepspeed", deepspeed), Command("or torchrun", torchrun)]
             return out
         return [Command("deepspeed", deepspeed), Command("or torchrun", torchrun)]
     rank = "$NODE_RANK"
     out = [Command("SLURM", f"sbatch {shlex.quote(paths.slurm)}")]
-    if target in ("hf-trainer", "accelerate"):
+    if target.fills_auto:
         out.append(Command(f"accelerate launch, on every node ({rank} = 0 on {MAIN_HOST}, 1, ...)",
                            f"accelerate launch --config_file {yaml} --machine_rank {rank} {script}"))
-    if target != "accelerate":
+    if target is not ACCELERATE:
         hostfile = shlex.quote(paths.hostfile)
-        if target != "lightning":
+        if target is not LIGHTNING:
             out.append(Command(f"deepspeed, once on {MAIN_HOST} (ssh/pdsh to the hostfile's nodes)",
                                f"deepspeed --hostfile {hostfile} --num_nodes {n} --num_gpus {g} "
                                f"--master_addr {MAIN_HOST} --master_port {PORT} {script}"))
         out.append(Command(f"torchrun, on every node ({rank} = 0 on {MAIN_HOST}, 1, ...)",
                            f"torchrun --nnodes {n} --nproc_per_node {g} --node_rank {rank} --master_addr {MAIN_HOST} "
-                           f"--master_port {PORT} {script if target != 'lightning' else shlex.quote(paths.script)}"))
+                           f"--master_port {PORT} {script if target is not LIGHTNING else shlex.quote(paths.script)}"))
     return out
 
 

@@ -43,13 +43,6 @@ def render(name: str, findings, context: Context | None = None) -> str:
     return module.render(findings, context or Context())
 
 
-def rule_url(code: str) -> str:
-    from ..rules import RULES
-    rule = RULES[code]
-    url = getattr(rule, "url", None)
-    return url if url else f"https://github.com/dsconfig/dsconfig/blob/main/docs/rules.md#{code.lower()}-{rule.name}"
-
-
 def summary(findings, files: int, context: Context | None = None) -> str:
     """`7 errors, 2 warnings, 1 info in 1 file`, plus what --fix would do."""
     counts = {"error": 0, "warning": 0, "info": 0}

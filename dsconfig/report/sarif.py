@@ -47,22 +47,13 @@ def region(finding, context) -> dict:
     return out
 
 
-def _rule(code: str) -> dict:
-    from ..rules import RULES
-    from . import rule_url
-    rule = RULES[code]
-    full = rule.summary
-    try:
-        docs = rule.docs
-        full = " ".join(part.strip() for part in (docs.what, docs.why) if part and part.strip()) or full
-    except Exception:  # docs are optional for a rule
-        pass
+def _rule(rule) -> dict:
     return {
-        "id": code,
+        "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": full},
-        "helpUri": rule_url(code),
+        "fullDescription": {"text": f"{rule.what} {rule.why}"},
+        "helpUri": rule.url,
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {"severity": rule.severity},
     }
@@ -90,8 +81,8 @@ def _fix(finding, context) -> list:
 
 
 def document(findings, context) -> dict:
-    codes = sorted({f.code for f in findings})
-    index = {code: i for i, code in enumerate(codes)}
+    rules = sorted({f.rule for f in findings}, key=lambda rule: rule.code)
+    index = {rule.code: i for i, rule in enumerate(rules)}
     results = []
     for f in findings:
         result = {
@@ -117,7 +108,7 @@ def document(findings, context) -> dict:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "dsconfig", "version": __version__, "informationUri": INFORMATION_URI,
-                                "rules": [_rule(code) for code in codes]}},
+                                "rules": [_rule(rule) for rule in rules]}},
             "originalUriBaseIds": {SRCROOT: {"uri": "file://" + quote(cwd if cwd.startswith("/") else "/" + cwd)}},
             "columnKind": "unicodeCodePoints",
             "results": results,

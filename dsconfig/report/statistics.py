@@ -10,14 +10,13 @@ import json
 
 
 def rows(findings, context):
-    counts: dict[str, list] = {}
+    counts: dict[object, list] = {}
     for f in findings:
-        entry = counts.setdefault(f.code, [0, 0])
+        entry = counts.setdefault(f.rule, [0, 0])
         entry[0] += 1
         entry[1] += 1 if context.fixable(f) else 0
-    from ..rules import RULES
-    ordered = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
-    return [(code, RULES[code].name, RULES[code].severity, count, fixable) for code, (count, fixable) in ordered]
+    ordered = sorted(counts.items(), key=lambda item: (-item[1][0], item[0].code))
+    return [(rule.code, rule.name, rule.severity, count, fixable) for rule, (count, fixable) in ordered]
 
 
 def render(findings, context, as_json: bool = False) -> str:

@@ -1,0 +1,32 @@
+"""JSON pointers (RFC 6901): how every finding says where it is, in JSON and YAML alike."""
+
+from __future__ import annotations
+
+
+def escape(token: str) -> str:
+    """One reference token as it is written inside a pointer (`~` as `~0`, `/` as `~1`)."""
+    if "~" in token or "/" in token:
+        return token.replace("~", "~0").replace("/", "~1")
+    return token
+
+
+def pointer_join(base: str, token) -> str:
+    """Append one reference token to a JSON pointer."""
+    return f"{base}/{escape(str(token))}"
+
+
+def pointer_from(tokens) -> str:
+    """A JSON pointer from its reference tokens."""
+    return "".join("/" + escape(str(token)) for token in tokens)
+
+
+def pointer_tokens(pointer: str) -> list[str]:
+    """The reference tokens of a pointer, unescaped."""
+    if not pointer:
+        return []
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+
+
+def dotted(pointer: str) -> str:
+    """`/zero_optimization/offload_param/device` -> `zero_optimization.offload_param.device`."""
+    return ".".join(pointer_tokens(pointer)) or "(top level)"

@@ -1,0 +1,29 @@
+"""Lint from a test the way the command does, with options written as on the command line
+(`target="hf-trainer"`): one place that knows how the engine is called."""
+
+from __future__ import annotations
+
+from dsconfig import engine, targets
+
+
+def options(**fields) -> engine.Options:
+    """engine.Options, with `target` given by name."""
+    if isinstance(fields.get("target"), str):
+        fields["target"] = targets.BY_NAME[fields["target"]]
+    return engine.Options(**fields)
+
+
+def lint(*paths: str, **fields) -> list:
+    """The findings `dsconfig lint PATHS` reports before selection and suppressions."""
+    return engine.lint_files([str(path) for path in paths], options(**fields)).findings
+
+
+def lint_folder(*paths: str, **fields) -> list:
+    """As `lint`, for folders and globs (collected as the command collects them)."""
+    return engine.lint_files(engine.collect([str(path) for path in paths]), options(**fields)).findings
+
+
+def lint_text(text: str, path: str, **fields) -> list:
+    """The findings for `text` as if it were the file `path` (which need not exist)."""
+    opts = options(**fields)
+    return engine.lint_document(engine.open_document(text, path, opts), opts)
