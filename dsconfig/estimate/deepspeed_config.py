@@ -1,18 +1,33 @@
 """What a ds_config.json says about memory: ZeRO stage, offload devices, precision, micro batch,
 optimizer, bucket sizes and activation checkpointing.
 
-The file is read the way DeepSpeed reads it (dsconfig.jsonscan: hjson 3.1.0's reading), and each
-value is taken only when it is one DeepSpeed would accept; `"auto"` (filled later by the HF
-Trainer or Accelerate) and anything unreadable leave the estimate's default and add a note.
+The file is read once, the way the linter reads it: DeepSpeed's own hjson reading
+(dsconfig.document), then DeepSpeed's pydantic sections as dsconfig.deepspeed.models replays them.
+So zero_optimization, fp16 and bf16 come with DeepSpeed's coercions (`"3"` is stage 3), both
+spellings of aliased fields (`stage3_prefetch_bucket_size` or `prefetch_bucket_size`), its
+precedence (`bf16` hides the legacy `bfloat16`), deprecated fields migrated and defaults filled.
+The micro batch goes through DeepSpeed's batch arithmetic (dsconfig.deepspeed.batch).
+
+`"auto"` (filled later by the HF Trainer or Accelerate), values DeepSpeed refuses and sections it
+cannot build leave the estimate's default and add a note.
 """
 
 from __future__ import annotations
 
-
-from ..jsonscan import ScanError, scan
-from ..values import is_auto
+from ..deepspeed import batch, schema
+from ..deepspeed.models import check_sections
+from ..values import is_auto, to_json
 
 OPTIMIZER_NAMES = {"adam": "adam", "adamw": "adamw", "lion": "lion", "sgd": "sgd", "adafactor": "adafactor"}
+
+ZERO = "zero_optimization"
+OFFLOAD_FIELDS = ("offload_optimizer", "offload_param")
+# The zero_optimization fields (pydantic names) that size DeepSpeed's buffers: memory.Buckets.
+BUCKET_FIELDS = ("reduce_bucket_size", "allgather_bucket_size", "prefetch_bucket_size",
+                 "param_persistence_threshold", "max_live_parameters")
+
+AUTO_NOTE = '{} is "auto" (filled by the HF Trainer/Accelerate): the estimate uses its default'
+BOTH_PRECISIONS = "bfloat16 and fp16 modes cannot be simultaneously enabled"  # DeepSpeedConfig's assertion
 
 
 class ConfigError(ValueError):
@@ -21,100 +36,173 @@ class ConfigError(ValueError):
 
 def read(path: str) -> tuple[dict, list[str]]:
     """(TrainingSetup field values, notes) from a ds_config.json path."""
+    return from_dict(_load(path))
+
+
+def _load(path: str) -> dict:
+    """The config as DeepSpeed loads the file; ConfigError (one line) when it cannot."""
+    from ..document import Document
+    from ..engine import decode
     from ..files import FileError, read_bytes
     try:
-        text = read_bytes(path).decode("utf-8")
+        text = decode(read_bytes(path))
     except FileError as error:
         raise ConfigError(str(error)) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
-    try:
-        config = scan(text).value
-    except ScanError as error:
-        raise ConfigError(f"{path} is not a DeepSpeed config: {error.message}") from None
+    document = Document(path, text)
+    loaded, config = document.reading("hjson")
+    if not loaded:
+        raise ConfigError(f"{path} is not a DeepSpeed config: {document.scan_error.message}")
     if not isinstance(config, dict):
         raise ConfigError(f"{path} is not a DeepSpeed config: the top level is not an object")
-    return from_dict(config)
+    return config
 
 
 def from_dict(config: dict) -> tuple[dict, list[str]]:
+    """(TrainingSetup field values, notes) from a config as DeepSpeed loads it."""
+    reading = _Reading(config)
     values: dict = {}
-    notes: list[str] = []
+    _read_precision(reading, values)
+    _read_micro_batch(reading, values)
+    _read_zero(reading, values)
+    _read_optimizer(reading, values)
+    _read_checkpointing(reading, values)
+    return values, reading.notes
 
-    def number(value, what: str, minimum: int = 0):
-        if is_auto(value):
-            notes.append(f"{what} is \"auto\" (filled by the HF Trainer/Accelerate): the estimate uses its default")
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < minimum:
-            if value is not None:
-                notes.append(f"{what} = {value!r} is not a number DeepSpeed accepts: ignored")
-            return None
-        return int(value)
 
-    def enabled(section) -> bool:
-        return isinstance(section, dict) and section.get("enabled") is True
+class _Reading:
+    """One config as DeepSpeed's pydantic sections resolve it, and the notes taken while reading it."""
 
-    auto_precision = [key for key in ("bf16", "fp16") if isinstance(config.get(key), dict)
-                      and is_auto(config[key].get("enabled"))]
-    if enabled(config.get("bf16")) or enabled(config.get("bfloat16")):
+    def __init__(self, config: dict):
+        sections = check_sections(config)
+        self.config = config
+        self.resolved = sections.resolved
+        self.findings = sections.findings
+        self.auto_dropped = set(sections.auto_dropped)
+        self.notes: list[str] = []
+
+    def section(self, name: str, written_as: str, keeps: str) -> dict | None:
+        """The resolved section `name` (written as `written_as`); None, noted, when DeepSpeed cannot build it."""
+        values = self.resolved.get(name)
+        if values is None:
+            self.notes.append(f"DeepSpeed rejects {written_as} ({self._why_rejected('/' + written_as)}): "
+                              f"the estimate keeps its default {keeps}")
+        return values
+
+    def _why_rejected(self, pointer: str) -> str:
+        for finding in self.findings:
+            if finding.fails_in and (finding.pointer == pointer or finding.pointer.startswith(pointer + "/")):
+                return finding.message
+        return "it cannot be read"
+
+    def says_auto(self, section: str, field: str, *inner: str) -> bool:
+        """True, noted, when the file gives the field (under any spelling) as "auto": the models drop
+        it for DeepSpeed's default, and the launcher fills it with a value the estimate cannot know."""
+        for key in _spellings(section, field):
+            path = (section, key, *inner)
+            if "/" + "/".join(path) in self.auto_dropped:
+                self.notes.append(AUTO_NOTE.format(".".join(path)))
+                return True
+        return False
+
+
+def _spellings(section: str, field: str) -> list[str]:
+    """The keys DeepSpeed takes for a pydantic field: its name and its alias (populate_by_name)."""
+    model = schema.model_branch(schema.property_of(schema.root(), section))
+    keys = [key for key, prop in model["properties"].items() if prop.get("x-pydantic", {}).get("field") == field]
+    return keys or [field]
+
+
+def _read_precision(reading: _Reading, values: dict) -> None:
+    # DeepSpeed falls back to the legacy `bfloat16` only when `bf16` is absent or null.
+    bf16_key = "bf16" if reading.config.get("bf16") is not None else "bfloat16"
+    if bf16_key == "bf16" and "bfloat16" in reading.config:
+        reading.notes.append("bfloat16 is ignored: DeepSpeed reads bf16 when both are present")
+    bf16 = reading.section("bf16", bf16_key, "precision; pass --precision")
+    fp16 = reading.section("fp16", "fp16", "precision; pass --precision")
+    if bf16 is None or fp16 is None:
+        return
+    if bf16["enabled"] and fp16["enabled"]:
+        reading.notes.append(f"DeepSpeed refuses {bf16_key} and fp16 both enabled ({BOTH_PRECISIONS}): "
+                             "the estimate keeps its default precision; pass --precision")
+    elif bf16["enabled"]:
         values["precision"] = "bf16"
-    elif enabled(config.get("fp16")):
+    elif fp16["enabled"]:
         values["precision"] = "fp16"
-    elif auto_precision:
-        notes.append(f"{auto_precision[0]}.enabled is \"auto\": the precision comes from the launcher "
-                     "(bf16 assumed; pass --precision)")
+    elif auto := _auto_precision(reading, bf16_key):
+        reading.notes.append(f"{auto}.enabled is \"auto\": the precision comes from the launcher "
+                             "(bf16 assumed; pass --precision)")
     else:
         values["precision"] = "fp32"  # neither enabled: DeepSpeed trains in fp32
 
-    micro = config.get("train_micro_batch_size_per_gpu")
-    if micro is not None:
-        micro = number(micro, "train_micro_batch_size_per_gpu", 1)
-        if micro is not None:
-            values["micro_batch"] = micro
 
-    zero = config.get("zero_optimization")
-    if isinstance(zero, dict):
-        stage = zero.get("stage", 0)
-        stage = number(stage, "zero_optimization.stage")
-        if stage is not None and stage in (0, 1, 2, 3):
-            values["zero_stage"] = stage
-        for key in ("offload_optimizer", "offload_param"):
-            section = zero.get(key)
-            if isinstance(section, dict):
-                device = section.get("device", "none")
-                if isinstance(device, str) and device in ("none", "cpu", "nvme"):
-                    values[key] = device
-                elif device is not None:
-                    notes.append(f"zero_optimization.{key}.device = {device!r} is not none/cpu/nvme: ignored")
-        if zero.get("cpu_offload") is True and "offload_optimizer" not in values:
-            values["offload_optimizer"] = "cpu"  # the deprecated spelling
-        buckets = {}
-        for key, field_name in (("reduce_bucket_size", "reduce_bucket_size"),
-                                ("allgather_bucket_size", "allgather_bucket_size"),
-                                ("stage3_prefetch_bucket_size", "prefetch_bucket_size"),
-                                ("stage3_param_persistence_threshold", "param_persistence_threshold"),
-                                ("stage3_max_live_parameters", "max_live_parameters")):
-            if key in zero:
-                size = number(zero[key], f"zero_optimization.{key}")
-                if size is not None:
-                    buckets[field_name] = size
-        if isinstance(zero.get("overlap_comm"), bool):
-            buckets["overlap_comm"] = zero["overlap_comm"]
-        if buckets:
-            values["buckets"] = buckets
+def _auto_precision(reading: _Reading, bf16_key: str) -> str | None:
+    """The precision section whose `enabled` is "auto" (dropped to false by DeepSpeed), if any."""
+    for key in (bf16_key, "fp16"):
+        if f"/{key}/enabled" in reading.auto_dropped:
+            return key
+    return None
 
-    optimizer = config.get("optimizer")
+
+def _read_micro_batch(reading: _Reading, values: dict) -> None:
+    value = reading.config.get(batch.MBS)
+    if value is None:  # DeepSpeed's get_scalar_param: absent and null both mean not given
+        return
+    if is_auto(value):
+        reading.notes.append(AUTO_NOTE.format(batch.MBS))
+        return
+    # Alone the micro batch only meets DeepSpeed's arithmetic and its "> 0" assertions; how it
+    # combines with train_batch_size depends on the world size, which the linter checks.
+    outcome = batch.resolve(None, value, None, 1)
+    if not outcome.ok:
+        reading.notes.append(f"{batch.MBS} = {to_json(value)} fails in DeepSpeed ({outcome.error}): ignored")
+        return
+    # DeepSpeed computes with true as 1; as_int refuses booleans (the linter wants an integer written).
+    samples = int(value) if isinstance(value, bool) else batch.as_int(value)
+    if samples is None:
+        reading.notes.append(f"{batch.MBS} = {to_json(value)} is not a whole number of samples: ignored")
+        return
+    values["micro_batch"] = samples
+
+
+def _read_zero(reading: _Reading, values: dict) -> None:
+    zero = reading.section("zero_optimization", ZERO, "ZeRO stage, offload devices and bucket sizes")
+    if zero is None:
+        return
+    if not reading.says_auto(ZERO, "stage"):
+        values["zero_stage"] = zero["stage"]
+    for field in OFFLOAD_FIELDS:
+        if not (reading.says_auto(ZERO, field) or reading.says_auto(ZERO, field, "device")):
+            offload = zero[field]
+            values[field] = "none" if offload is None else offload["device"]
+    buckets = {field: zero[field] for field in BUCKET_FIELDS if not reading.says_auto(ZERO, field)}
+    if _overlap_comm_written(reading):
+        buckets["overlap_comm"] = zero["overlap_comm"]
+    values["buckets"] = buckets
+
+
+def _overlap_comm_written(reading: _Reading) -> bool:
+    """Unwritten (or null), overlap_comm follows the stage; keep it unset so --zero-stage moves it too."""
+    section = reading.config.get(ZERO)
+    return isinstance(section, dict) and section.get("overlap_comm") is not None \
+        and not reading.says_auto(ZERO, "overlap_comm")
+
+
+def _read_optimizer(reading: _Reading, values: dict) -> None:
+    optimizer = reading.config.get("optimizer")
     if isinstance(optimizer, dict) and isinstance(optimizer.get("type"), str):
         name = optimizer["type"].lower()
         if name in OPTIMIZER_NAMES:
             values["optimizer"] = OPTIMIZER_NAMES[name]
         else:
-            notes.append(f"optimizer {optimizer['type']!r} is not modelled: Adam's states are assumed")
+            reading.notes.append(f"optimizer {optimizer['type']!r} is not modelled: Adam's states are assumed")
 
-    checkpointing = config.get("activation_checkpointing")
+
+def _read_checkpointing(reading: _Reading, values: dict) -> None:
+    checkpointing = reading.config.get("activation_checkpointing")
     if isinstance(checkpointing, dict):
         # the section configures deepspeed.checkpointing, used only when the model checkpoints its layers
         values["gradient_checkpointing"] = True
         if checkpointing.get("cpu_checkpointing") is True:
             values["cpu_checkpointing"] = True
-    return values, notes
