@@ -49,11 +49,19 @@ def test_bf16_hides_the_legacy_bfloat16():
 
 # -- what DeepSpeed refuses, and "auto" ------------------------------------------------------------------
 
-def test_a_section_deepspeed_rejects_keeps_the_defaults_and_says_why():
+def test_a_section_deepspeed_rejects_is_read_as_the_linter_repairs_it():
+    """A misspelt key: DeepSpeed refuses the section, the estimate still sizes the stage that was written."""
     values, notes = from_dict({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_sise": 1}})
+    assert values["zero_stage"] == 3 and values["buckets"]["prefetch_bucket_size"] == 50_000_000
+    [note] = notes_about(notes, "DeepSpeed rejects zero_optimization")
+    assert "stage3_prefetch_bucket_sise" in note and "as if that were fixed" in note
+
+
+def test_a_section_nothing_repairs_keeps_the_defaults():
+    values, notes = from_dict({"zero_optimization": {"stage": [3]}})
     assert "zero_stage" not in values and "buckets" not in values
     [note] = notes_about(notes, "DeepSpeed rejects zero_optimization")
-    assert "stage3_prefetch_bucket_sise" in note and "keeps its default" in note
+    assert "keeps its default" in note
 
 
 def test_a_precision_section_deepspeed_rejects_keeps_the_default_precision():
@@ -230,8 +238,7 @@ def test_generated_sections_read_as_deepspeed_reads_them():
 
     def check_zero(config, values, notes):
         zero = deepspeed_builds(get_zero_config, config)
-        if zero is None:
-            assert "zero_stage" not in values and "buckets" not in values
+        if zero is None:  # read as repaired, or not at all: either way the note says DeepSpeed refuses it
             assert notes_about(notes, "DeepSpeed rejects zero_optimization"), (config, notes)
             return
         written = config.get("zero_optimization")
@@ -257,9 +264,12 @@ def test_generated_sections_read_as_deepspeed_reads_them():
     def check_precision(config, values, notes):
         bf16 = deepspeed_builds(get_bfloat16_config, config)
         fp16 = deepspeed_builds(get_float16_config, config)
-        if bf16 is None or fp16 is None or (bf16.enabled and fp16.enabled):
+        if bf16 is None or fp16 is None:  # read as repaired, or not at all, and said so
+            assert notes_about(notes, "DeepSpeed rejects"), (config, notes)
+            return
+        if bf16.enabled and fp16.enabled:
             assert "precision" not in values, (config, values)
-            assert notes_about(notes, "DeepSpeed rejects") or notes_about(notes, "DeepSpeed refuses"), (config, notes)
+            assert notes_about(notes, "DeepSpeed refuses"), (config, notes)
             return
         expected = "bf16" if bf16.enabled else "fp16" if fp16.enabled else "fp32"
         if "precision" in values:

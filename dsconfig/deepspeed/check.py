@@ -7,22 +7,18 @@ optimizer, scheduler). Unlike DeepSpeed, every phase runs and every problem is r
 
 from __future__ import annotations
 
-import copy
-import json
-
 from .. import targets
 from ..findings import Finding
 from ..phases import LOAD, PARSE
-from ..pointers import pointer_tokens
 from ..rules.batch import MICRO_BATCH_ONE
 from ..rules.files import NOT_AN_OBJECT
-from ..rules.keys import CONFLICTING_KEYS, REMOVED_KEY, STRICT_KEY, UNKNOWN_KEY, WRONG_TYPE
+from ..rules.keys import REMOVED_KEY, WRONG_TYPE
 from ..values import describe
 from . import batch, schema, syntax, trainer
 from . import target as auto
 from .initialize import check_initialize
 from .loose import check_loose
-from .models import check_sections
+from .models import assume_repaired, check_sections
 
 
 def default_target(doc) -> targets.Target:
@@ -55,7 +51,7 @@ def config_findings(config: dict, target: targets.Target, options, written=None)
     world_sizes = options.world_sizes
     sections = check_sections(config)
     findings = list(sections.findings)
-    resolved = _assume_repaired(config, sections)
+    resolved = assume_repaired(config, sections)
     findings.extend(check_loose(config, resolved))
     findings.extend(check_batch(config, target, world_sizes, written))
     already = {f.pointer for f in findings if f.fails_in in (LOAD, PARSE)}
@@ -69,39 +65,6 @@ def config_findings(config: dict, target: targets.Target, options, written=None)
         findings.extend(trainer.dataset_table(config, options.dataset_size, world_sizes, target,
                                               options.training_args))
     return findings
-
-
-def _assume_repaired(config: dict, sections) -> dict:
-    """Section values for the cross-field rules, also for sections DeepSpeed rejects.
-
-    DeepSpeed stops at the first invalid section, so the next error only shows after that one
-    is fixed. To report it now, rejected sections are validated again with their unknown keys
-    removed and the suggested fixes applied; if that validates, the cross-field rules run on it.
-    """
-    resolved = dict(sections.resolved)
-    broken = [f for f in sections.findings if f.fails_in == PARSE]
-    if not broken or all(value is not None for value in resolved.values()):
-        return resolved
-    repaired = copy.deepcopy(config)
-    for finding in broken:
-        tokens = pointer_tokens(finding.pointer)
-        parent = _node(repaired, tokens[:-1])
-        if not isinstance(parent, dict) or not tokens or tokens[-1] not in parent:
-            continue
-        if finding.rule in (UNKNOWN_KEY, CONFLICTING_KEYS, STRICT_KEY):
-            del parent[tokens[-1]]
-        elif finding.fix is not None and not finding.on_key:
-            parent[tokens[-1]] = json.loads(finding.fix)
-    for name, values in check_sections(repaired).resolved.items():
-        if resolved.get(name) is None and values is not None:
-            resolved[name] = values
-    return resolved
-
-
-def _node(value, tokens):
-    for token in tokens:
-        value = value.get(token) if isinstance(value, dict) else None
-    return value
 
 
 def check_batch(config: dict, target: targets.Target, world_sizes, written=None) -> list[Finding]:

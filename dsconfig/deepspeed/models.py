@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from ..findings import Finding
 from ..phases import PARSE
-from ..pointers import dotted, pointer_join
+from ..pointers import dotted, pointer_join, pointer_tokens
 from ..rules.keys import (
     COERCED_VALUE,
     CONFLICTING_KEYS,
@@ -62,6 +62,40 @@ def check_sections(config) -> SectionsResult:
         _check_pydantic_sections(config, ctx)
         _check_loose(config, _schema.root(), "", ctx, top=True)
     return SectionsResult(ctx.findings, ctx.auto_dropped, ctx.resolved)
+
+
+def assume_repaired(config: dict, sections: SectionsResult) -> dict:
+    """Section values for the cross-field rules, also for sections DeepSpeed rejects.
+
+    DeepSpeed stops at the first invalid section, so the next error only shows after that one
+    is fixed. To report it now, rejected sections are validated again with their unknown keys
+    removed and the suggested fixes applied; if that validates, the cross-field rules run on it.
+    """
+    resolved = dict(sections.resolved)
+    broken = [f for f in sections.findings if f.fails_in == PARSE]
+    if not broken or all(value is not None for value in resolved.values()):
+        return resolved
+    repaired = copy.deepcopy(config)
+    for finding in broken:
+        tokens = pointer_tokens(finding.pointer)
+        parent = _node(repaired, tokens[:-1])
+        if not isinstance(parent, dict) or not tokens or tokens[-1] not in parent:
+            continue
+        if finding.rule in (UNKNOWN_KEY, CONFLICTING_KEYS, STRICT_KEY):
+            del parent[tokens[-1]]
+        elif finding.fix is not None and not finding.on_key:
+            parent[tokens[-1]] = json.loads(finding.fix)
+    for name, values in check_sections(repaired).resolved.items():
+        if resolved.get(name) is None and values is not None:
+            resolved[name] = values
+    return resolved
+
+
+def _node(value, tokens):
+    """The value at `tokens`, None where a step is not an object."""
+    for token in tokens:
+        value = value.get(token) if isinstance(value, dict) else None
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,14 +8,17 @@ spellings of aliased fields (`stage3_prefetch_bucket_size` or `prefetch_bucket_s
 precedence (`bf16` hides the legacy `bfloat16`), deprecated fields migrated and defaults filled.
 The micro batch goes through DeepSpeed's batch arithmetic (dsconfig.deepspeed.batch).
 
-`"auto"` (filled later by the HF Trainer or Accelerate), values DeepSpeed refuses and sections it
-cannot build leave the estimate's default and add a note.
+`"auto"` (filled later by the HF Trainer or Accelerate) and values DeepSpeed refuses leave the
+estimate's default and add a note. A section DeepSpeed rejects (a misspelt key, say) is read as
+the linter reads it for its cross-field checks: as if the finding were fixed (the key dropped, the
+suggested value taken), with a note; only a section that not even that makes readable keeps the
+estimate's defaults.
 """
 
 from __future__ import annotations
 
 from ..deepspeed import batch, schema
-from ..deepspeed.models import check_sections
+from ..deepspeed.models import assume_repaired, check_sections
 from ..values import is_auto, to_json
 
 OPTIMIZER_NAMES = {"adam": "adam", "adamw": "adamw", "lion": "lion", "sgd": "sgd", "adafactor": "adafactor"}
@@ -41,7 +44,7 @@ def read(path: str) -> tuple[dict, list[str]]:
 
 def _load(path: str) -> dict:
     """The config as DeepSpeed loads the file; ConfigError (one line) when it cannot."""
-    from ..document import Document
+    from ..document import JsonDocument
     from ..engine import decode
     from ..files import FileError, read_bytes
     try:
@@ -50,7 +53,7 @@ def _load(path: str) -> dict:
         raise ConfigError(str(error)) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text") from None
-    document = Document(path, text)
+    document = JsonDocument(path, text)
     loaded, config = document.reading("hjson")
     if not loaded:
         raise ConfigError(f"{path} is not a DeepSpeed config: {document.scan_error.message}")
@@ -77,17 +80,23 @@ class _Reading:
     def __init__(self, config: dict):
         sections = check_sections(config)
         self.config = config
-        self.resolved = sections.resolved
+        self.rejected = {name for name, values in sections.resolved.items() if values is None}
+        self.resolved = assume_repaired(config, sections)
         self.findings = sections.findings
         self.auto_dropped = set(sections.auto_dropped)
         self.notes: list[str] = []
 
     def section(self, name: str, written_as: str, keeps: str) -> dict | None:
-        """The resolved section `name` (written as `written_as`); None, noted, when DeepSpeed cannot build it."""
+        """The resolved section `name` (written as `written_as`), repaired and noted when DeepSpeed rejects
+        it; None, noted, when not even the repair makes it readable."""
         values = self.resolved.get(name)
-        if values is None:
-            self.notes.append(f"DeepSpeed rejects {written_as} ({self._why_rejected('/' + written_as)}): "
-                              f"the estimate keeps its default {keeps}")
+        if name in self.rejected:
+            why = self._why_rejected("/" + written_as)
+            if values is None:
+                self.notes.append(f"DeepSpeed rejects {written_as} ({why}): the estimate keeps its default {keeps}")
+            else:
+                self.notes.append(f"DeepSpeed rejects {written_as} ({why}): the estimate reads it as if that were "
+                                  "fixed")
         return values
 
     def _why_rejected(self, pointer: str) -> str:
