@@ -1,3 +1,16 @@
+"""Shared test helpers.
+
+The corpus of real-world configs comes from two places (`corpus_files`):
+
+* tests/fixtures/corpus/: configs written for this project in the shapes real users write (see
+  tests/fixtures/README.md). Always there, so the corpus tests run on a clean clone and in CI.
+* ../shared/corpus/: the research corpus of real config files from public repositories, next to
+  the repository when it is there (not part of it).
+
+Both have a MANIFEST.tsv (file, repo, path, commit, kind). Set DSCONFIG_NO_SHARED_CORPUS=1 to
+ignore ../shared/corpus even when it exists, i.e. to run the tests as a clean clone would.
+"""
+
 import contextlib
 import io
 import logging
@@ -10,28 +23,45 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+LOCAL_CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+CORPUS = SHARED_CORPUS  # the name the tests used for ../shared/corpus
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def corpus_files(kind: str | None = None) -> list[tuple[Path, str]]:
-    """(path, kind) for every corpus file listed in MANIFEST.tsv; empty when the corpus is absent."""
-    manifest = CORPUS / "MANIFEST.tsv"
-    if not manifest.exists():
-        return []
+def shared_corpus_available() -> bool:
+    """../shared/corpus is there and DSCONFIG_NO_SHARED_CORPUS does not hide it."""
+    return not os.environ.get("DSCONFIG_NO_SHARED_CORPUS") and (SHARED_CORPUS / "MANIFEST.tsv").is_file()
+
+
+def _manifest_rows(folder: Path, kind: str | None) -> list[tuple[Path, str]]:
     rows = []
-    for line in manifest.read_text().splitlines()[1:]:
+    for line in (folder / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines()[1:]:
         parts = line.split("\t")
         if len(parts) >= 5 and (kind is None or parts[4] == kind):
-            rows.append((CORPUS / parts[0], parts[4]))
+            rows.append((folder / parts[0], parts[4]))
+    return rows
+
+
+def corpus_files(kind: str | None = None, source: str = "all") -> list[tuple[Path, str]]:
+    """(path, kind) for every corpus file listed in a MANIFEST.tsv, `kind` ("deepspeed",
+    "accelerate", "other") or all. `source`: "all" (the shared corpus when available, plus the
+    project's fixtures, always), "shared" (only ../shared/corpus; empty when unavailable) or
+    "local" (only tests/fixtures/corpus)."""
+    if source not in ("all", "shared", "local"):
+        raise ValueError(f"source must be 'all', 'shared' or 'local', not {source!r}")
+    rows = []
+    if source in ("all", "shared") and shared_corpus_available():
+        rows += _manifest_rows(SHARED_CORPUS, kind)
+    if source in ("all", "local"):
+        rows += _manifest_rows(LOCAL_CORPUS, kind)
     return rows
 
 
 @pytest.fixture
 def corpus():
-    if not (CORPUS / "MANIFEST.tsv").exists():
-        pytest.skip("../shared/corpus is not available")
+    """Every corpus file: the project's fixtures, plus ../shared/corpus when available."""
     return corpus_files()
 
 

@@ -24,22 +24,17 @@ TARGETS = (None, "deepspeed", "hf-trainer", "accelerate", "lightning")
 
 
 def seeds() -> list[tuple[str, bytes]]:
-    """Real configs to mutate: every rule example, and the research corpus when it is present."""
+    """Real configs to mutate: every rule example, the project's corpus fixtures, and the shared
+    corpus (../shared/corpus) when it is present (tests.conftest.corpus_files)."""
+    from tests.conftest import corpus_files
     found: list[tuple[str, bytes]] = []
     for doc in RULES.values():
         for example in (doc.failing, doc.passing):
             for name, text in example.files:
                 found.append((os.path.basename(name), text.encode("utf-8")))
-    corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus")
-    manifest = os.path.join(corpus, "MANIFEST.tsv")
-    if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as handle:
-            for line in handle.read().splitlines()[1:]:
-                relative = line.split("\t")[0]
-                path = os.path.join(corpus, relative)
-                if os.path.isfile(path):
-                    with open(path, "rb") as config:
-                        found.append((os.path.basename(relative), config.read()))
+    for path, _ in corpus_files():
+        if path.is_file():
+            found.append((path.name, path.read_bytes()))
     return found
 
 

@@ -439,9 +439,12 @@ def test_round_trip_on_generated_configs(tmp_path_factory, text, world_size):
 
 
 def test_round_trip_on_the_corpus(corpus):
-    applied = 0
+    applied, checked = 0, 0
     for path, kind in corpus:
         if kind not in ("deepspeed", "accelerate") or not path.exists():
             continue
+        checked += 1
         applied += len(check_round_trip(str(path)))
-    assert applied > 50  # the corpus has hundreds of safe fixes (DS106 above all)
+    # Real configs carry safe fixes (DS106 above all): more than one per seven files (../shared/corpus
+    # has about three per four; the project's fixtures about one per four).
+    assert checked and applied * 7 > checked, (applied, checked)

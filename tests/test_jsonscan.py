@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from dsconfig import jsonscan
 from dsconfig.jsonscan import Duplicate, Note, ScanError, Span, line_starts, position, scan
+from tests.conftest import corpus_files
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -247,9 +247,8 @@ SEED_CONFIGS = [
 """,
     "train_batch_size: 16\ngradient_clipping: 1.0\r\nzero_optimization: {\"stage\": 1}\n",
 ]
-if CORPUS.is_dir():
-    SEED_CONFIGS += sorted(p.read_text(encoding="utf-8", errors="replace")[:1500]
-                           for p in CORPUS.rglob("*") if p.suffix in (".json", ".conf"))[:40]
+SEED_CONFIGS += sorted(p.read_text(encoding="utf-8", errors="replace")[:1500]
+                       for p, _ in corpus_files() if p.suffix in (".json", ".conf"))[:40]
 
 MUTATION_CHARS = list("{}[],:\"'#/*\n\r\t \\u019aefnlrt+-._x\x0c\ufeff") + [
     "'''", "//", "/*", "*/", "\\u", "null", "true", "1e400", "\r\n", "NaN", "\u0662"]
@@ -289,15 +288,11 @@ def test_short_random_texts_agree(text):
 
 
 def _corpus_files():
-    if not CORPUS.is_dir():
-        return []
-    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".json", ".conf"))
+    return sorted(p for p, _ in corpus_files() if p.is_file() and p.suffix in (".json", ".conf"))
 
 
-@pytest.mark.parametrize("path", _corpus_files() or [None], ids=lambda p: p.name if p else "absent")
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.name)
 def test_corpus_file_agrees(path):
-    if path is None:
-        pytest.skip("../shared/corpus is not available")
     # As DeepSpeed reads it (open(path): universal newlines) and byte for byte.
     with open(path, encoding="utf-8") as handle:
         assert_agrees(handle.read())
