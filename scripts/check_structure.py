@@ -10,7 +10,7 @@
   module, else of pkg; a module's implicit import of its parent package does not count.
 * dsconfig/ruledocs.py does not exist (the rule docs live in the rule declarations).
 
-tests/test_structure.py runs it.
+tests/rules/test_structure.py runs it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
     python scripts/gen_rule_docs.py           # (re)write docs/rules.md
     python scripts/gen_rule_docs.py --check   # exit 1 if the committed file is stale
 
-tests/test_rule_docs.py fails when docs/rules.md differs from what this script writes.
+tests/rules/test_rule_docs.py fails when docs/rules.md differs from what this script writes.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def sarif_stable(text: str) -> str:
     run = document["runs"][0]
     run["originalUriBaseIds"]["%SRCROOT%"]["uri"] = "file:///SRCROOT/"
     run["tool"]["driver"]["version"] = "VERSION"
-    for rule in run["tool"]["driver"]["rules"]:  # the rule docs evolve on their own (tests/test_rule_docs.py)
+    for rule in run["tool"]["driver"]["rules"]:  # the rule docs evolve on their own (tests/rules/test_rule_docs.py)
         rule["fullDescription"]["text"] = "(the rule's docs)"
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 

@@ -1,4 +1,4 @@
-"""What dsconfig writes besides --fix and generate (tests/test_fix.py, tests/test_generate_write.py):
+"""What dsconfig writes besides --fix and generate (tests/test_fix.py, tests/generate/test_generate_write.py):
 `lint -o FILE`, and the shared atomic writer under all three."""
 
 from __future__ import annotations

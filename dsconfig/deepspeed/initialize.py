@@ -64,7 +64,7 @@ from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..values import closest, is_auto, to_json
 
 # ---------------------------------------------------------------------------------------------
-# Frozen tables (tests/test_initialize.py checks each against the installed torch / DeepSpeed)
+# Frozen tables (tests/deepspeed/test_initialize.py checks each against the installed torch / DeepSpeed)
 # ---------------------------------------------------------------------------------------------
 
 # runtime/config.py DEEPSPEED_OPTIMIZERS: matched case-insensitively, then lower-cased.

@@ -50,7 +50,7 @@ from .target import auto_pointers
 TRANSFORMERS_VERSION = "5.23.0"
 
 # TrainingArguments defaults in transformers 5.23.0 for every field this module reads
-# (tests/test_trainer.py compares them with the real dataclass).
+# (tests/deepspeed/test_trainer.py compares them with the real dataclass).
 TRAINING_ARGS_DEFAULTS = MappingProxyType({
     "per_device_train_batch_size": 8,
     "gradient_accumulation_steps": 1,

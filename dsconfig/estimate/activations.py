@@ -2,7 +2,7 @@
 
 Each formula was read off a measurement (profile.py: the real transformers 5.23 model classes on
 the meta device, every tensor saved for backward counted once per storage, dropout and attention
-routed to what a CUDA run saves) and is checked against it by tests/test_estimate_activations.py.
+routed to what a CUDA run saves) and is checked against it by tests/estimate/test_estimate_activations.py.
 They are written as the list of tensors a layer keeps, so a reader can follow them against the
 model code. Notation (all per micro batch on one GPU):
 

@@ -3,7 +3,7 @@
 Model states at ZeRO stages 2 and 3 are DeepSpeed's own estimators
 (`estimate_zero2_model_states_mem_needs`, `estimate_zero3_model_states_mem_needs`, 0.19.8),
 reproduced operation for operation — the same float expressions in the same order — so the
-numbers agree to the byte (tests/test_estimate_states.py calls the real functions). Those
+numbers agree to the byte (tests/estimate/test_estimate_states.py calls the real functions). Those
 estimators assume 16-bit training with Adam; the per-parameter bytes below reduce to theirs in
 that case and say what changes for fp32 and other optimizers:
 

@@ -22,7 +22,7 @@ from dsconfig.estimate import Hardware, TrainingSetup, catalog, estimate, shapes
 from dsconfig.estimate.deepspeed_config import from_dict
 from dsconfig.generate import planner, render, templates
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GB = 10 ** 9
 
 

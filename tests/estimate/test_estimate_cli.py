@@ -13,7 +13,7 @@ from dsconfig.estimate import Hardware, TrainingSetup, catalog, shapes
 from dsconfig.estimate import estimate as estimate_memory
 from dsconfig.estimate.command import estimate
 
-FIXTURES = Path(__file__).parent / "estimate_harness" / "hf_configs"
+FIXTURES = Path(__file__).resolve().parents[1] / "estimate_harness" / "hf_configs"
 KEYS = ["parameters", "gradients", "optimizer_states", "activations", "buffers", "overhead", "total"]
 
 
@@ -229,5 +229,5 @@ def test_the_estimate_path_imports_no_heavy_module():
              "print('HEAVY:' + ','.join(m for m in ('torch', 'transformers', 'deepspeed', 'accelerate')"
              " if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[1]).stdout
+                         cwd=Path(__file__).resolve().parents[2]).stdout
     assert "HEAVY:\n" in out

@@ -18,7 +18,7 @@ from dsconfig.phases import INITIALIZE, LAUNCH, LOAD
 from tests import helpers
 
 yaml = pytest.importorskip("yaml")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def lint(tmp_path, text, name="accelerate_config.yaml", **options):

@@ -23,7 +23,7 @@ from dsconfig.rules import AREAS, DOCS_URL, MODULES, RULES
 from dsconfig.rules.rule import Example
 from tests.helpers import options
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Where the implementation does not (yet) do what a rule's docs say. Remove an entry once it does.
 NOT_REPORTED_YET: dict[str, str] = {}

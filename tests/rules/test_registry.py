@@ -10,7 +10,7 @@ import pytest
 from dsconfig.rules import MODULES, RULES
 from tests.conftest import modules_after
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def constant(rule) -> str:

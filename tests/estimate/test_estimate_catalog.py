@@ -14,7 +14,7 @@ import pytest
 
 from dsconfig.estimate import catalog, gpus, shapes
 
-FIXTURES = Path(__file__).parent / "estimate_harness" / "hf_configs"
+FIXTURES = Path(__file__).resolve().parents[1] / "estimate_harness" / "hf_configs"
 FIXTURE_ENTRIES = {"Llama-2-7b-hf.json": "llama-2-7b", "Meta-Llama-3-8B.json": "llama-3-8b",
                    "Mistral-7B-v0.1.json": "mistral-7b-v0.1", "Qwen2.5-0.5B.json": "qwen2.5-0.5b",
                    "gpt2.json": "gpt2", "t5-small.json": "t5-small", "Phi-3-mini-4k-instruct.json": "phi-3-mini",

@@ -54,7 +54,7 @@ from dsconfig.deepspeed.trainer import (  # noqa: E402
     trainer_total_steps,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OUTPUT_DIR = tempfile.mkdtemp(prefix="dsconfig-trainer-")
 
 

@@ -436,7 +436,7 @@ class AccelerateOracle:
     def check(self, folder: Path, plan: planner.Plan) -> None:
         from accelerate.commands.config.config_args import load_config_from_file
 
-        from tests.test_accelerate_differential import accelerate_verdict
+        from tests.accelerate.test_accelerate_differential import accelerate_verdict
         yaml_path = folder / render.ACCELERATE_CONFIG
         if plan.request.target not in ("hf-trainer", "accelerate"):
             assert not yaml_path.exists()

@@ -16,7 +16,7 @@ from dsconfig.deepspeed import models, schema
 from tests.conftest import corpus_files
 from tests.helpers import lint
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 jsonschema = pytest.importorskip("jsonschema")
 

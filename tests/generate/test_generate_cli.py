@@ -16,7 +16,7 @@ from dsconfig.generate import render, show
 from dsconfig.generate.command import generate
 from tests.helpers import lint as lint_paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, cwd=None):
