@@ -236,27 +236,30 @@ def lint_files(files: list[str], options: Options) -> LintResult:
             findings.extend(place(side.doc, [pairs.missing_file(side)]))
     for real, users in paired.items():
         path = spelled.get(real) or os.path.normpath(users[0].json_path)
-        findings.extend(_lint_pair(path, users, options, documents))
+        found, doc = _lint_pair(path, users, options)
+        findings.extend(found)
+        if doc is not None:
+            documents[doc.path] = doc
     return LintResult(_in_file_order(findings, files), documents)
 
 
-def _lint_pair(json_path: str, users: list, options: Options, documents: dict) -> list[Finding]:
+def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Finding], Document | None]:
     """The ds_config.json that Accelerate YAMLs name: at the world sizes they launch, for the program
-    that reads it, then what the files disagree on (reported in both)."""
+    that reads it, then what the files disagree on (reported in both). Returns the findings and the
+    JSON document (None when it could not be read)."""
     sizes = pairs.launched_world_sizes(users)
     pair_options = options._replace(world_sizes=options.world_sizes or (sizes or None), kind="deepspeed")
     doc, unreadable = read_document(json_path, pair_options)
     if doc is None:
-        return unreadable
+        return unreadable, None
     pair_options = pair_options._replace(target=options.target or pairs.launched_target(doc))
     findings = lint_document(doc, pair_options)
-    documents[doc.path] = doc
     loaded, ds_config = doc.reading("json")  # DeepSpeedPlugin reads the file with json.load
     if loaded and isinstance(ds_config, dict):
         for side in users:
             for where, finding in pairs.disagreements(side, doc, ds_config):
                 findings.extend(place(where, [finding]))
-    return findings
+    return findings, doc
 
 
 def read_document(path: str, options: Options) -> tuple[Document | None, list[Finding]]:

@@ -13,17 +13,24 @@ def options(**fields) -> engine.Options:
     return engine.Options(**fields)
 
 
+def truthful(findings: list) -> list:
+    """The findings, after checking each names a phase its rule declares (the docs tell the truth)."""
+    for finding in findings:
+        assert finding.fails_in in finding.rule.fails_in, (finding, finding.rule.fails_in)
+    return findings
+
+
 def lint(*paths: str, **fields) -> list:
     """The findings `dsconfig lint PATHS` reports before selection and suppressions."""
-    return engine.lint_files([str(path) for path in paths], options(**fields)).findings
+    return truthful(engine.lint_files([str(path) for path in paths], options(**fields)).findings)
 
 
 def lint_folder(*paths: str, **fields) -> list:
     """As `lint`, for folders and globs (collected as the command collects them)."""
-    return engine.lint_files(engine.collect([str(path) for path in paths]), options(**fields)).findings
+    return truthful(engine.lint_files(engine.collect([str(path) for path in paths]), options(**fields)).findings)
 
 
 def lint_text(text: str, path: str, **fields) -> list:
     """The findings for `text` as if it were the file `path` (which need not exist)."""
     opts = options(**fields)
-    return engine.lint_document(engine.open_document(text, path, opts), opts)
+    return truthful(engine.lint_document(engine.open_document(text, path, opts), opts))

@@ -229,3 +229,22 @@ def test_training_args_mismatch_quotes_the_trainer(tmp_path):
     bad = write(tmp_path, "bad.json", "{not json")
     result = run(write(tmp_path, "ds_config.json", config), "--training-args", bad)
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("module, name", [("dsconfig.deepspeed.initialize", "CHECKS"),
+                                          ("dsconfig.deepspeed.models", "_check_pydantic_sections")])
+def test_a_crashing_check_is_an_internal_error_naming_the_file(tmp_path, monkeypatch, module, name):
+    """A bug in a check is never a silently shorter list of findings: one line naming the file, exit 2."""
+    import importlib
+
+    def crash(*args):
+        raise KeyError("boom")
+
+    target = importlib.import_module(module)
+    monkeypatch.setattr(target, name, (crash,) if name == "CHECKS" else crash)
+    path = write(tmp_path, "ds_config.json", {"train_batch_size": 8, "zero_optimization": {"stage": 2}})
+    result = CliRunner().invoke(cli, ["lint", "--no-config", path])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr == (f"dsconfig: internal error: {path}: KeyError: 'boom' (please report this with the file "
+                             "that caused it)\n")
