@@ -7,6 +7,7 @@ engine turns it into file, line and column, so the same check works on JSON and 
 from __future__ import annotations
 
 from .phases import PHASES
+from .rules.rule import Rule
 
 
 class Finding:
@@ -22,11 +23,11 @@ class Finding:
         "file", "line", "column",
     )
 
-    def __init__(self, rule, message: str, pointer: str = "", *, fails_in: str | None = None,
+    def __init__(self, rule: Rule, message: str, pointer: str = "", *, fails_in: str | None = None,
                  world_size: int | None = None, fix: str | None = None, on_key: bool = False,
                  offset: int | None = None):
         assert fails_in is None or fails_in in PHASES, fails_in
-        self.rule = rule  # a dsconfig.rules.Rule
+        self.rule = rule
         self.code = rule.code
         self.message = one_line(message)
         self.pointer = pointer

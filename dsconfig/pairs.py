@@ -72,11 +72,10 @@ def missing_file(side: Side) -> Finding:
     folder = os.path.dirname(os.path.abspath(side.doc.path))
     looked = "" if side.how == "absolute" else f" (looked {side.how}: {os.getcwd()} and {folder})"
     return Finding(
-        CONFIG_FILE_MISSING, f"deepspeed_config_file `{side.written}` does not exist{looked}: every process fails in "
-                             "DeepSpeedPlugin with \"ValueError: Expected a string path to an existing deepspeed "
-                             "config, or a dictionary, or a base64 encoded string. Received: "
-                             f"{side.written}\". The path is opened relative to the directory `accelerate launch` "
-                             "runs in",
+        CONFIG_FILE_MISSING,
+        f"deepspeed_config_file `{side.written}` does not exist{looked}: every process fails in DeepSpeedPlugin with "
+        "\"ValueError: Expected a string path to an existing deepspeed config, or a dictionary, or a base64 encoded "
+        f"string. Received: {side.written}\". The path is opened relative to the directory `accelerate launch` runs in",
         "/deepspeed_config/deepspeed_config_file", fails_in=INITIALIZE)
 
 

@@ -96,10 +96,10 @@ def check_sagemaker(config: dict, booleans: dict) -> list[Finding]:
                                                      f"argument: '{name}'\"", pointer_join("", name), fails_in=LOAD))
     findings.extend(distributed_type_findings(config, booleans, schema.SAGEMAKER))
     findings.append(Finding(
-        DISTRIBUTED_TYPE, f"accelerate {schema.version()} cannot launch SageMaker configs: `accelerate launch` fails "
-                          "with \"AttributeError: 'SageMakerConfig' object has no attribute 'parallelism_config'\" "
-                          "before it reaches the SageMaker launcher (an Accelerate bug); use another Accelerate "
-                          "version",
+        DISTRIBUTED_TYPE,
+        f"accelerate {schema.version()} cannot launch SageMaker configs: `accelerate launch` fails with "
+        "\"AttributeError: 'SageMakerConfig' object has no attribute 'parallelism_config'\" before it reaches the "
+        "SageMaker launcher (an Accelerate bug); use another Accelerate version",
         "/compute_environment", fails_in=LAUNCH))
     findings.extend(yaml11_text(config, booleans, schema.SAGEMAKER, reported=set()))
     return findings
@@ -370,11 +370,11 @@ def _deepspeed_multinode(replay: Replay) -> list[Finding]:
         size = f": a world size of {per_machine} instead of {per_machine * args['num_machines']}" if per_machine \
             else ""
         findings.append(Finding(
-            HOSTFILE_MISSING, f"{args['num_machines']} machines with the `{launcher}` launcher but no "
-                              "deepspeed_hostfile: Accelerate runs `deepspeed --hostfile None`, DeepSpeed logs "
-                              "\"Unable to find hostfile, will proceed with training with local resources only.\" and "
-                              f"trains on this machine alone{size}. Set deepspeed_hostfile, or "
-                              "deepspeed_multinode_launcher: standard",
+            HOSTFILE_MISSING,
+            f"{args['num_machines']} machines with the `{launcher}` launcher but no deepspeed_hostfile: Accelerate "
+            "runs `deepspeed --hostfile None`, DeepSpeed logs \"Unable to find hostfile, will proceed with training "
+            f"with local resources only.\" and trains on this machine alone{size}. Set deepspeed_hostfile, or "
+            "deepspeed_multinode_launcher: standard",
             replay.where("deepspeed_multinode_launcher") if "deepspeed_multinode_launcher" in replay.source
             else "/num_machines"))
     if launcher == "nossh":
@@ -496,15 +496,13 @@ def deepspeed_settings(config: dict, replay: Replay, options) -> list[Finding]:
         findings.extend(_stage_ignored(section, stage))
     if options.target is HF_TRAINER and "gradient_accumulation_steps" in section:
         findings.append(Finding(
-            INLINE_GRADIENT_ACCUMULATION, "gradient_accumulation_steps "
-                                          f"{to_json(section['gradient_accumulation_steps'])} replaces the \"auto\" "
-                                          "the HF Trainer fills: unless it equals "
-                                          "TrainingArguments.gradient_accumulation_steps the Trainer raises \"Please "
-                                          "correct the following DeepSpeed config values that mismatch "
-                                          "TrainingArguments values: - ds gradient_accumulation_steps=... vs hf "
-                                          "gradient_accumulation_steps=...\"; remove the key and pass "
-                                          "--gradient_accumulation_steps to the script",
- "/deepspeed_config/gradient_accumulation_steps", fails_in=INITIALIZE,
+            INLINE_GRADIENT_ACCUMULATION,
+            f"gradient_accumulation_steps {to_json(section['gradient_accumulation_steps'])} replaces the \"auto\" the "
+            "HF Trainer fills: unless it equals TrainingArguments.gradient_accumulation_steps the Trainer raises "
+            "\"Please correct the following DeepSpeed config values that mismatch TrainingArguments values: - ds "
+            "gradient_accumulation_steps=... vs hf gradient_accumulation_steps=...\"; remove the key and pass "
+            "--gradient_accumulation_steps to the script",
+            "/deepspeed_config/gradient_accumulation_steps", fails_in=INITIALIZE,
             on_key=True))
     return findings
 

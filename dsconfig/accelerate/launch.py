@@ -239,13 +239,14 @@ class Replay:
                 word = self.booleans[pointer]
                 fix = "'no' (quoted)" if value is False else "one of 'fp16', 'bf16', 'fp8' or 'no', quoted"
                 self.fail(YAML_BOOLEAN, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
-                                             "'lower'", f"YAML 1.1 reads the unquoted `{word}` as {value}; write {fix}")
+                                                 "'lower'",
+                          f"YAML 1.1 reads the unquoted `{word}` as {value}; write {fix}")
             else:
                 self.fail(MIXED_PRECISION, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
-                                             "'lower'", f"use one of {', '.join(choices)} (as text)")
+                                                    "'lower'", f"use one of {', '.join(choices)} (as text)")
         elif value.lower() not in choices:
             self.fail(MIXED_PRECISION, pointer, f"ValueError: Unknown mixed_precision mode: {value.lower()}. Choose "
-                                         f"between {choices}.")
+                                                f"between {choices}.")
 
     def _dynamo(self) -> None:
         value = self.args["dynamo_backend"]
@@ -253,10 +254,10 @@ class Replay:
         choices = schema.section("dynamo_config")["properties"]["dynamo_backend"]["x-accelerate-choices"]
         if not isinstance(value, str):
             self.fail(INVALID_SETTING, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
-                                         "'upper'", "write the backend as text, e.g. 'no' or 'inductor'")
+                                                "'upper'", "write the backend as text, e.g. 'no' or 'inductor'")
         elif value.upper() not in choices:
             self.fail(INVALID_SETTING, pointer, f"ValueError: Unknown dynamo backend: {value.upper()}. Choose between "
-                                         f"{choices}.")
+                                                f"{choices}.")
 
     def _parallelism(self) -> None:
         if not self.args["use_parallelism_config"]:
@@ -270,7 +271,7 @@ class Replay:
         section = self.fields.get("deepspeed_config")
         if not isinstance(section, dict):
             self.fail(INVALID_SETTING, "/deepspeed_config", f"AttributeError: '{type(section).__name__}' object has no "
-                                                     "attribute 'keys'", "deepspeed_config must be a mapping")
+                                                            "attribute 'keys'", "deepspeed_config must be a mapping")
         if args["deepspeed_multinode_launcher"] is None:
             args["deepspeed_multinode_launcher"] = "pdsh"
         multi = self._multi_machine()
@@ -303,7 +304,7 @@ class Replay:
         if args["use_fsdp"] and args["fsdp_cpu_ram_efficient_loading"] and not args["fsdp_sync_module_states"]:
             pointer = self.source.get("fsdp_sync_module_states") or self.where("fsdp_cpu_ram_efficient_loading")
             self.fail(INVALID_SETTING, pointer, "ValueError: When using `--fsdp_cpu_ram_efficient_loading` set "
-                                         "`--fsdp_sync_module_states` to `True`",
+                                                "`--fsdp_sync_module_states` to `True`",
                       "the launcher tests truthiness: only false, 0, empty or null turn sync_module_states off")
         self._parallelism()
         if multi is not None:
@@ -339,8 +340,8 @@ class Replay:
                           "AssertionError: When using multiple machines, you need to specify the main process IP.")
             if args["main_process_port"] is None:
                 self.fail(MAIN_PROCESS_IP, self.where("main_process_port"), "AssertionError: When using multiple "
-                                                                     "machines, you need to specify the main "
-                                                                     "process port.")
+                                                                            "machines, you need to specify the main "
+                                                                            "process port.")
         ok_np, many = self.attempt(INVALID_SETTING, self.where("num_processes"),
                                    lambda: num_processes is not None and num_processes > 1)
         master = (ok_np and many) or (ok and multi)

@@ -5,8 +5,8 @@ and scheduler constructors receive `optimizer.params` / `scheduler.params` as **
 optimizers assert on combinations of settings, and the pipeline, activation-checkpointing and
 AutoTP code paths add their own asserts (runtime/engine.py, runtime/zero/, runtime/pipe/,
 runtime/activation_checkpointing/). Other settings are accepted and then ignored or changed
-(offload settings a stage does not use, ZeRO-3-only keys below stage 3). This module replays those decisions statically for DeepSpeed
-0.19.8 and the integration the config is written for:
+(offload settings a stage does not use, ZeRO-3-only keys below stage 3). This module replays
+those decisions statically for DeepSpeed 0.19.8 and the integration the config is written for:
 
   deepspeed    the script calls deepspeed.initialize; DeepSpeed builds the optimizer from the
                config when it has `optimizer.type`, otherwise we assume the script passes one.

@@ -309,7 +309,7 @@ def _torch_autocast(config, resolved, report):
                        stop=False)
         if all_str is False:
             report.crash(TORCH_AUTOCAST, pointer, ValueError(f"Invalid module names for torch autocast: {modules}. "
-                                                      "Expected list of strings."), why)
+                                                             "Expected list of strings."), why)
         elif all_str is True and isinstance(modules, str) and modules:
             # Accepted, but iterated character by character when autocast starts.
             enabled = section.get("enabled", False)

@@ -58,11 +58,13 @@ def load_findings(doc, target: Target) -> list[Finding]:
             count = len(notes)
             words = one if count == 1 else f"{count} {many}"
             findings.append(Finding(
-                HJSON_SYNTAX, f"{words}: DeepSpeed's hjson loader accepts this, but {JSON_READERS} rejects the file",
+                HJSON_SYNTAX,
+                f"{words}: DeepSpeed's hjson loader accepts this, but {JSON_READERS} rejects the file",
                 offset=notes[0].start))
         for trap in doc.scan.traps:
             findings.append(Finding(
-                HJSON_VALUE_TRAP, f"{dotted(trap.pointer)}: hjson reads {trap.text!r} as a string: {trap.reason}",
+                HJSON_VALUE_TRAP,
+                f"{dotted(trap.pointer)}: hjson reads {trap.text!r} as a string: {trap.reason}",
                 trap.pointer))
 
     for dup in doc.scan.duplicates:

@@ -66,46 +66,53 @@ def check_targets(config: dict, target: Target, dropped: set[str], already: set[
                 continue  # DS701 covers any gradient_accumulation_steps under Lightning
             outcome = batch.resolve(*(config.get(k) for k in batch.BATCH_KEYS), 1)
             findings.append(Finding(
-                AUTO_UNRESOLVED, f"{name} is \"auto\", which {who} never fills: DeepSpeed fails with {outcome.error}. "
-                                 "Only the HF Trainer and Accelerate resolve \"auto\"", pointer, fails_in=PARSE))
+                AUTO_UNRESOLVED,
+                f"{name} is \"auto\", which {who} never fills: DeepSpeed fails with {outcome.error}. Only the HF "
+                "Trainer and Accelerate resolve \"auto\"",
+                pointer, fails_in=PARSE))
         elif target.fills_auto:
             # Both end in Accelerate's _prepare_deepspeed, whose deepspeed_config_process walks every
             # key and refuses any "auto" that neither the Trainer nor prepare() replaced.
             findings.append(Finding(
-                AUTO_UNRESOLVED, f"{name} is \"auto\" and neither the HF Trainer nor Accelerate fills it: prepare() "
-                                 f"raises \"`{name}` not found in kwargs. Please specify `{name}` without `auto` (set "
-                                 "to correct value) in the DeepSpeed config file or pass it in kwargs.\"",
- pointer, fails_in=INITIALIZE))
+                AUTO_UNRESOLVED,
+                f"{name} is \"auto\" and neither the HF Trainer nor Accelerate fills it: prepare() raises \"`{name}` "
+                f"not found in kwargs. Please specify `{name}` without `auto` (set to correct value) in the DeepSpeed "
+                "config file or pass it in kwargs.\"",
+                pointer, fails_in=INITIALIZE))
         elif pointer in dropped:
             default = schema.default_at(pointer)
             if pointer == "/zero_optimization/stage":
                 findings.append(Finding(
-                    STAGE_AUTO, f"zero_optimization.stage is \"auto\" and {who} does not fill it: DeepSpeed drops the "
-                                "value and runs with stage 0, i.e. ZeRO disabled", pointer, fix="3"))
+                    STAGE_AUTO,
+                    f"zero_optimization.stage is \"auto\" and {who} does not fill it: DeepSpeed drops the value and "
+                    "runs with stage 0, i.e. ZeRO disabled",
+                    pointer, fix="3"))
             else:
                 shown = "its default" if default is None else f"the default {to_json(default)}"
                 findings.append(Finding(
-                    AUTO_IGNORED, f"{name} is \"auto\" and {who} does not fill it: DeepSpeed drops the value and uses "
-                                  f"{shown}", pointer, fix=None if default is None else to_json(default)))
+                    AUTO_IGNORED,
+                    f"{name} is \"auto\" and {who} does not fill it: DeepSpeed drops the value and uses {shown}",
+                    pointer, fix=None if default is None else to_json(default)))
         else:
             crashes = pointer.startswith(_CRASH_AT_INITIALIZE)
             findings.append(Finding(
-                AUTO_UNRESOLVED, f"{name} is \"auto\" and {who} does not fill it: DeepSpeed receives the string "
-                                 "\"auto\""
-                         + (" and fails when it builds the engine" if crashes else ""),
+                AUTO_UNRESOLVED,
+                f"{name} is \"auto\" and {who} does not fill it: DeepSpeed receives the string \"auto\""
+                + (" and fails when it builds the engine" if crashes else ""),
                 pointer, fails_in=INITIALIZE if crashes else None))
 
     if target is LIGHTNING and batch.GAS in config:
         findings.append(Finding(
-            LIGHTNING_GRADIENT_ACCUMULATION, "Lightning raises \"Do not set `gradient_accumulation_steps` in the "
-                                             "DeepSpeed config as this will be set with the `accumulate_grad_batches` "
-                                             "argument passed via the Lightning Trainer\"; remove the key",
- batch.POINTER[batch.GAS], fails_in=INITIALIZE, on_key=True))
+            LIGHTNING_GRADIENT_ACCUMULATION,
+            "Lightning raises \"Do not set `gradient_accumulation_steps` in the DeepSpeed config as this will be set "
+            "with the `accumulate_grad_batches` argument passed via the Lightning Trainer\"; remove the key",
+            batch.POINTER[batch.GAS], fails_in=INITIALIZE, on_key=True))
     if target.fills_auto and "zero_optimization" not in config:
         findings.append(Finding(
-            ZERO_SECTION_REQUIRED, f"{who} builds a DeepSpeedPlugin from this file and raises \"Please specify the "
-                                   "ZeRO optimization config in the DeepSpeed config.\" without a zero_optimization "
-                                   "section", "",
+            ZERO_SECTION_REQUIRED,
+            f"{who} builds a DeepSpeedPlugin from this file and raises \"Please specify the ZeRO optimization config "
+            "in the DeepSpeed config.\" without a zero_optimization section",
+            "",
             fails_in=INITIALIZE))
     return findings
 
@@ -131,9 +138,10 @@ def check_walked_sections(config: dict, target: Target, already: set[str]) -> li
                 if where not in reported and where not in already:
                     reported.add(where)
                     findings.append(Finding(
-                        SECTION_TYPE, f"`{dotted(where)}` is {describe(child)}: {target.who} looks up "
-                                      f"`{dotted(pointer)}` with .get() and raises AttributeError: "
-                                      f"'{type(child).__name__}' object has no attribute 'get'", where,
+                        SECTION_TYPE,
+                        f"`{dotted(where)}` is {describe(child)}: {target.who} looks up `{dotted(pointer)}` with "
+                        f".get() and raises AttributeError: '{type(child).__name__}' object has no attribute 'get'",
+                        where,
                         fails_in=INITIALIZE))
                 break
             node = child

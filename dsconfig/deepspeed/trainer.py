@@ -575,9 +575,11 @@ def trainer_findings(config: dict, training_args: dict | None, world_size=None, 
                                                                                  dict) else None
         if stage == 3 and not isinstance(stage, bool):
             findings.append(Finding(
-                TRAINER_MISMATCH, "auto_find_batch_size is set in TrainingArguments and zero_optimization.stage is 3: "
-                                  "Trainer(...) raises \"`auto_find_batch_size` isn't supported yet with DeepSpeed "
-                                  "Zero-3. Please consider using Zero-2, Zero-1, or FSDP\"", "/zero_optimization/stage",
+                TRAINER_MISMATCH,
+                "auto_find_batch_size is set in TrainingArguments and zero_optimization.stage is 3: Trainer(...) "
+                "raises \"`auto_find_batch_size` isn't supported yet with DeepSpeed Zero-3. Please consider using "
+                "Zero-2, Zero-1, or FSDP\"",
+                "/zero_optimization/stage",
                 fails_in=INITIALIZE))
 
     if None in replays:
@@ -797,15 +799,15 @@ def _shown_values(key: str, values: list[tuple], args: dict) -> str:
 # -- DS705: steps per epoch -------------------------------------------------------------------------
 
 _HOW = {
-    "hf-trainer": "HF Trainer: Accelerate deals the batches out to the GPUs in turn (repeating samples to even out "
-                  "the last round) and the Trainer steps every gradient_accumulation_steps batches and at epoch end",
-    "accelerate": "Accelerate: prepare() deals the batches out to the GPUs in turn (repeating samples to even out "
-                  "the last round); accelerator.accumulate() steps every gradient_accumulation_steps batches and at "
-                  "epoch end",
-    "deepspeed": "DeepSpeed: a DistributedSampler gives each GPU ceil(N / world) samples and the engine steps at "
-                 "every gradient_accumulation_steps-th micro-batch, counting across epochs",
-    "lightning": "Lightning: a DistributedSampler gives each GPU ceil(N / world) samples and DeepSpeed's engine steps "
-                 "at every gradient_accumulation_steps-th micro-batch, counting across epochs",
+    HF_TRAINER: "HF Trainer: Accelerate deals the batches out to the GPUs in turn (repeating samples to even out "
+                "the last round) and the Trainer steps every gradient_accumulation_steps batches and at epoch end",
+    ACCELERATE: "Accelerate: prepare() deals the batches out to the GPUs in turn (repeating samples to even out "
+                "the last round); accelerator.accumulate() steps every gradient_accumulation_steps batches and at "
+                "epoch end",
+    DEEPSPEED: "DeepSpeed: a DistributedSampler gives each GPU ceil(N / world) samples and the engine steps at "
+               "every gradient_accumulation_steps-th micro-batch, counting across epochs",
+    LIGHTNING: "Lightning: a DistributedSampler gives each GPU ceil(N / world) samples and DeepSpeed's engine steps "
+               "at every gradient_accumulation_steps-th micro-batch, counting across epochs",
 }
 
 
@@ -935,7 +937,7 @@ def _table_message(plan: EpochPlan, n: int, target: Target, row: str, args: dict
         if total is not None:
             how = "max_steps" if args["max_steps"] > 0 else f"{args['num_train_epochs']:g} epochs"
             text += f"; {total} optimizer steps in total ({how})"
-    text += (f". {_HOW[target.name]}. Optimizer steps per epoch by world size: {row}; they should fall as "
+    text += (f". {_HOW[target]}. Optimizer steps per epoch by world size: {row}; they should fall as "
              "1/world_size; steps that fall with the square of the GPU count mean the training code splits the data "
              "twice (its own DistributedSampler or per-rank slicing under a loader that is sharded again)")
     return text

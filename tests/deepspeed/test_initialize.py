@@ -372,8 +372,8 @@ CASES = [
      ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}}, "deepspeed")),
     ("DS510", ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, Z: {"stage": 1},
                 "data_types": {"grad_accum_dtype": "fp32"}, "pipeline": {"pipe_partitioned": True}}, "deepspeed"),
-     ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, Z: {"stage": 1}, "pipeline": {"pipe_partitioned": True}},
-      "deepspeed")),
+     ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, Z: {"stage": 1},
+       "pipeline": {"pipe_partitioned": True}}, "deepspeed")),
     ("DS509", ({Z: {"stage": 2}}, "deepspeed"), ({Z: {"stage": 2}}, "lightning")),
 ]
 
