@@ -10,6 +10,11 @@ from .phases import PHASES
 from .rules.rule import Rule
 
 
+# Real messages stay under 1,400 characters (the longest lists Trainer-filled keys); a value quoted
+# from a hostile file must not make one line of output megabytes long.
+MAX_MESSAGE = 4000
+
+
 class Finding:
     """One problem in one file.
 
@@ -29,7 +34,7 @@ class Finding:
         assert fails_in is None or fails_in in PHASES, fails_in
         self.rule = rule
         self.code = rule.code
-        self.message = one_line(message)
+        self.message = one_line(message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "... (cut)")
         self.pointer = pointer
         self.fails_in = fails_in
         self.world_size = world_size

@@ -19,6 +19,7 @@ from .findings import Finding
 from .phases import INITIALIZE
 from .rules.accelerate_keys import CONFIG_FILE_MISSING
 from .rules.accelerate_launch import PAIR_MISMATCH, STAGE_IGNORED
+from .values import py_str
 
 
 class Side(NamedTuple):
@@ -70,12 +71,13 @@ def resolve(yaml_path: str, written: str) -> tuple[str | None, str]:
 def missing_file(side: Side) -> Finding:
     """ACC020 in the YAML, for a deepspeed_config_file that is not there (not yet placed)."""
     folder = os.path.dirname(os.path.abspath(side.doc.path))
+    written = side.written if len(side.written) <= 200 else side.written[:200] + "..."
     looked = "" if side.how == "absolute" else f" (looked {side.how}: {os.getcwd()} and {folder})"
     return Finding(
         CONFIG_FILE_MISSING,
-        f"deepspeed_config_file `{side.written}` does not exist{looked}: every process fails in DeepSpeedPlugin with "
+        f"deepspeed_config_file `{written}` does not exist{looked}: every process fails in DeepSpeedPlugin with "
         "\"ValueError: Expected a string path to an existing deepspeed config, or a dictionary, or a base64 encoded "
-        f"string. Received: {side.written}\". The path is opened relative to the directory `accelerate launch` runs in",
+        f"string. Received: {written}\". The path is opened relative to the directory `accelerate launch` runs in",
         "/deepspeed_config/deepspeed_config_file", fails_in=INITIALIZE)
 
 
@@ -157,16 +159,16 @@ def _disagreements(side: Side, ds_config: dict) -> list[Disagreement]:
     for key, node, json_key, json_pointer in compared:
         if key not in section or not isinstance(node, dict) or json_key not in node or node[json_key] == "auto":
             continue
-        mine, theirs = str(section[key]).lower(), str(node[json_key]).lower()
+        mine, theirs = py_str(section[key]).lower(), py_str(node[json_key]).lower()
         if mine != theirs:
             issues.append(Disagreement(
-                PAIR_MISMATCH, f"/deepspeed_config/{key}", f"{key} {section[key]}", json_pointer,
+                PAIR_MISMATCH, f"/deepspeed_config/{key}", f"{key} {py_str(section[key], 120)}", json_pointer,
                 f"{json_pointer.lstrip('/').replace('/', '.')} {node[json_key]}",
                 "the JSON's concrete value wins (DeepSpeedPlugin only fills \"auto\"), and the YAML key is refused "
                 "next to deepspeed_config_file anyway; keep the setting in the JSON only", None))
     init = section.get("zero3_init_flag")
     stage = zero.get("stage")
-    if str(init).lower() in TRUE_WORDS and isinstance(stage, int) \
+    if py_str(init).lower() in TRUE_WORDS and isinstance(stage, int) \
             and not isinstance(stage, bool) and stage != 3:
         issues.append(Disagreement(
             STAGE_IGNORED, "/deepspeed_config/zero3_init_flag", "zero3_init_flag true", "/zero_optimization/stage",

@@ -14,6 +14,66 @@ def to_json(value) -> str:
         return repr(value)
 
 
+class _Full(Exception):
+    pass
+
+
+def brief(value, limit: int = 120) -> str:
+    """The JSON text of a value for a message, at most about `limit` characters ("..." ends a cut).
+
+    YAML aliases share structure: twenty nested `{a: *x, b: *x}` anchors are a few hundred bytes
+    whose JSON text is millions of characters long. This walks only as far as it writes, so a
+    message costs the same whatever the value expands to.
+    """
+    text = _bounded(value, limit, to_json)
+    return to_json(value) if text is None else text  # None: it fits, so the exact text is short
+
+
+def py_str(value, limit: int = 4096) -> str:
+    """`str(value)` as Accelerate computes it (it calls str() on settings), cut after `limit`
+    characters for a list or mapping: such a value never equals a setting's word or a real path
+    (longer than PATH_MAX), so the cut changes no verdict, and an alias bomb costs nothing."""
+    if not isinstance(value, (dict, list, tuple)):
+        return str(value)
+    text = _bounded(value, limit, repr)
+    return str(value) if text is None else text
+
+
+def _bounded(value, limit: int, scalar) -> str | None:
+    """The text of `value` (scalars written by `scalar`), or None when it is no longer than `limit`."""
+    parts: list[str] = []
+    room = [limit]
+
+    def put(text: str) -> None:
+        parts.append(text)
+        room[0] -= len(text)
+        if room[0] < 0:
+            raise _Full
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            put("{")
+            for index, (key, item) in enumerate(node.items()):
+                put(", " if index else "")
+                put(scalar(key if isinstance(key, str) else str(key)[:limit]) + ": ")
+                walk(item)
+            put("}")
+        elif isinstance(node, (list, tuple)):
+            put("[")
+            for index, item in enumerate(node):
+                put(", " if index else "")
+                walk(item)
+            put("]")
+        else:
+            put(scalar(node[:limit + 1] if isinstance(node, str) else node)[:limit + 1])
+
+    try:
+        walk(value)
+    except (_Full, RecursionError):
+        return "".join(parts)[:limit] + "..."
+    return None
+
+
 def is_auto(value) -> bool:
     return isinstance(value, str) and value == "auto"
 

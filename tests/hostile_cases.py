@@ -150,6 +150,33 @@ BOMB_INSIDE = BILLION_LAUGHS.replace(b"num_processes: 2\n", b"") .replace(b"a: &
     .replace(b"distributed_type: DEEPSPEED\n", b"distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n") \
     + b"fsdp_config: {fsdp_sharding_strategy: *i, fsdp_offload_params: *i}\nnum_processes: 2\n"
 
+
+
+def alias_chain(levels: int) -> list[str]:
+    """`l0` to `l{levels}`: each level a mapping of two aliases to the one below, a few bytes per
+    level whose expansion doubles with each: 25 levels are 2^25 leaves."""
+    return ["z0: &l0 [1, 2]"] + [f"z{i}: &l{i} {{a: *l{i - 1}, b: *l{i - 1}}}" for i in range(1, levels + 1)]
+
+
+ALIAS_CHAIN = ("\n".join(alias_chain(25) + [
+    "compute_environment: LOCAL_MACHINE", "distributed_type: DEEPSPEED", "num_processes: *l25",
+    "mixed_precision: *l25", "deepspeed_config:", "  zero_stage: *l25", "  gradient_clipping: *l25",
+    "  zero3_init_flag: *l25", "  deepspeed_config_file: *l25", "fsdp_config: {fsdp_sharding_strategy: *l25}",
+]) + "\n").encode()
+# The same chain where a ds_config.json is paired: the values are compared across the two files.
+ALIAS_CHAIN_PAIRED = ("\n".join(alias_chain(25) + [
+    "compute_environment: LOCAL_MACHINE", "distributed_type: DEEPSPEED", "num_processes: 2", "deepspeed_config:",
+    "  deepspeed_config_file: ds_config.json", "  zero_stage: *l25", "  zero3_init_flag: *l25",
+    "  offload_param_device: *l25",
+]) + "\n").encode()
+
+
+def _alias_chain_paired(folder: str) -> Spec:
+    _write(folder, "ds_config.json", b'{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}\n')
+    _write(folder, "accelerate_config.yaml", ALIAS_CHAIN_PAIRED)
+    return Spec(_lint("accelerate_config.yaml", "--format", "full"))
+
+
 TAGS = b"""compute_environment: LOCAL_MACHINE
 distributed_type: !!python/object/apply:os.system ["echo pwned > pwned.txt"]
 num_processes: 2
@@ -249,6 +276,8 @@ CASES = [
     Case("closed-stdout", _closed_stdout, 1, ""),
     Case("stdin-binary", _stdin_binary, 1, "not UTF-8", "ds_config.json:2:118"),
     Case("stdin-too-large", _stdin_too_large, 2, "ds_config.json: is larger than 256 KiB"),
+    Case("yaml-alias-chain", _file("accelerate_config.yaml", ALIAS_CHAIN), 1, "ACC020", "accelerate_config.yaml:"),
+    Case("yaml-alias-chain-paired", _alias_chain_paired, 1, "ACC", "accelerate_config.yaml:"),
 ]
 
 

@@ -75,3 +75,45 @@ def test_dangling_symlink_says_where_it_points(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip() == "dsconfig: error: ds_config.json: a symbolic link to gone.json, which does not exist"
+
+
+def test_messages_never_expand_yaml_aliases(tmp_path):
+    """Every Accelerate setting holding a 40-level alias chain (2^40 leaves when expanded): the
+    messages quote a short prefix of the value, and the whole lint stays fast."""
+    import time
+
+    from dsconfig import engine
+    from dsconfig.accelerate import schema
+    from dsconfig.findings import MAX_MESSAGE
+    from tests.hostile_cases import alias_chain
+
+    places = [(None, key) for key in schema.fields(schema.CLUSTER)]
+    places += [(section, key) for section in ("deepspeed_config", "fsdp_config") for key in schema.section_options(section)]
+    path = tmp_path / "accelerate_config.yaml"
+    start = time.perf_counter()
+    for section, key in places:
+        lines = alias_chain(40) + ["compute_environment: LOCAL_MACHINE", "distributed_type: DEEPSPEED"]
+        lines += [f"{key}: *l40"] if section is None else [f"{section}:", f"  {key}: *l40"]
+        path.write_text("\n".join(lines) + "\n")
+        found = engine.lint_files([str(path)], engine.Options()).findings
+        assert found and all(len(f.message) <= MAX_MESSAGE + 10 for f in found), (section, key)
+        assert all(f.message.count("a'") + f.message.count('a"') < 100 for f in found), (section, key)
+    assert time.perf_counter() - start < 60, "an alias chain is being expanded"
+
+
+def test_brief_stops_where_it_writes():
+    from dsconfig.values import brief, py_str, to_json
+
+    def chain(levels):
+        value = [1, 2]
+        for _ in range(levels):
+            value = {"a": value, "b": value}
+        return value
+
+    # written out, 60 levels are 2^60 leaves; the cut text is the first levels' keys
+    assert brief(chain(60)) == ('{"a": ' * 20)[:120] + "..."
+    assert py_str(chain(60), 50) == ("{'a': " * 9)[:50] + "..."
+    assert brief(chain(3)) == to_json(chain(3)) and py_str(chain(3)) == str(chain(3))
+    for value in ({"a": 1, "b": [1, 2.5, None, True]}, "text", 1e400, float("nan"), {1: 2}, [], {}):
+        assert brief(value) == to_json(value)
+        assert py_str(value) == str(value)

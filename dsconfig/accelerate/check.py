@@ -39,7 +39,7 @@ from ..rules.accelerate_launch import (
 )
 from ..rules.files import DUPLICATE_KEY, PARSE_ERROR
 from ..targets import HF_TRAINER
-from ..values import closest, describe, to_json
+from ..values import brief, closest, describe, py_str, to_json
 from . import schema
 from .launch import FALSE_WORDS, TRUE_WORDS, Replay
 
@@ -133,7 +133,7 @@ def unknown_top_level(config: dict, config_class: str) -> list[Finding]:
     unknown = [key for key in config if key not in known]
     if not unknown:
         return []
-    listed = sorted(str(key) for key in unknown)
+    listed = sorted(py_str(key) for key in unknown)
     if len(listed) > 10:  # Accelerate lists them all; repeated in every finding, that grows with the square
         listed = f"[{', '.join(repr(key) for key in listed[:10])}, ... {len(listed) - 10} more]"
     findings = []
@@ -169,13 +169,13 @@ def compute_environment_findings(config: dict) -> list[Finding]:
         return []
     value = config["compute_environment"]
     choices = ["LOCAL_MACHINE", "AMAZON_SAGEMAKER"]
-    guess = closest(str(value).upper(), choices, cutoff=0.6)
+    guess = closest(py_str(value).upper(), choices, cutoff=0.6)
     hint = f"; did you mean {guess}?" if guess else f"; use one of {', '.join(choices)}"
     if isinstance(value, str) or not _loads_as_sagemaker(config):
-        return [Finding(DISTRIBUTED_TYPE, f"compute_environment {to_json(value)} is not a ComputeEnvironment: "
+        return [Finding(DISTRIBUTED_TYPE, f"compute_environment {brief(value)} is not a ComputeEnvironment: "
                                           "Accelerate then loads the file as a SageMaker config and fails" + hint,
                         "/compute_environment", fails_in=LOAD)]
-    return [Finding(DISTRIBUTED_TYPE, f"compute_environment {to_json(value)} is not a ComputeEnvironment: the file "
+    return [Finding(DISTRIBUTED_TYPE, f"compute_environment {brief(value)} is not a ComputeEnvironment: the file "
                                       "loads as a SageMaker config and `accelerate launch` fails with "
                                       "AttributeError" + hint,
                     "/compute_environment", fails_in=LAUNCH)]
@@ -224,7 +224,7 @@ def tpu_precision(replay: Replay) -> list[Finding]:
     value = replay.args["mixed_precision"]
     if isinstance(value, str) and value.lower() in schema.enum(schema.CLUSTER, "mixed_precision"):
         return []
-    return [Finding(MIXED_PRECISION, f"mixed_precision {to_json(value)} is not one of no, fp16, bf16, fp8: the TPU "
+    return [Finding(MIXED_PRECISION, f"mixed_precision {brief(value)} is not one of no, fp16, bf16, fp8: the TPU "
                                      "launcher does not check it and trains in full precision",
                     replay.where("mixed_precision"))]
 
@@ -452,12 +452,12 @@ def _section_unused(name: str, value: dict, replay: Replay) -> list[Finding]:
         "fsdp_config": kind != "FSDP",
         "megatron_lm_config": kind != "MEGATRON_LM",
         # prepare_deepspeed_cmd_env exports no ACCELERATE_DYNAMO_* variable.
-        "dynamo_config": replay.launcher == "deepspeed" and str(value.get("dynamo_backend", "no")).lower() != "no",
+        "dynamo_config": replay.launcher == "deepspeed" and py_str(value.get("dynamo_backend", "no")).lower() != "no",
     }.get(name, False)
     if not unused:
         return []
     why = ("the DeepSpeed launcher does not pass dynamo settings to the processes" if name == "dynamo_config"
-           else f"distributed_type is {to_json(kind)}")
+           else f"distributed_type is {brief(kind)}")
     return [Finding(IGNORED_SECTION_KEY, f"{name} is ignored: {why}", pointer_join("", name), on_key=True)]
 
 
@@ -480,7 +480,7 @@ def config_file(config: dict):
     section = config.get("deepspeed_config")
     if not isinstance(section, dict) or section.get("deepspeed_config_file") is None:
         return None
-    path = str(section["deepspeed_config_file"])
+    path = py_str(section["deepspeed_config_file"])
     return None if path == "none" else path
 
 
@@ -497,7 +497,7 @@ def deepspeed_settings(config: dict, replay: Replay, options) -> list[Finding]:
     if options.target is HF_TRAINER and "gradient_accumulation_steps" in section:
         findings.append(Finding(
             INLINE_GRADIENT_ACCUMULATION,
-            f"gradient_accumulation_steps {to_json(section['gradient_accumulation_steps'])} replaces the \"auto\" the "
+            f"gradient_accumulation_steps {brief(section['gradient_accumulation_steps'])} replaces the \"auto\" the "
             "HF Trainer fills: unless it equals TrainingArguments.gradient_accumulation_steps the Trainer raises "
             "\"Please correct the following DeepSpeed config values that mismatch TrainingArguments values: - ds "
             "gradient_accumulation_steps=... vs hf gradient_accumulation_steps=...\"; remove the key and pass "
@@ -534,7 +534,7 @@ def _stage(section: dict) -> int | None:
     if section.get("zero_stage") is None:
         return 2
     try:
-        return int(str(section["zero_stage"]))
+        return int(py_str(section["zero_stage"]))
     except ValueError:
         return None
 
@@ -544,39 +544,39 @@ def _inline_values(section: dict) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     stage = section.get("zero_stage")
     if stage is not None and _stage(section) not in (0, 1, 2, 3):
-        findings.append(Finding(INVALID_SETTING, f"zero_stage {to_json(stage)}: DeepSpeedPlugin reads int(\"{stage}\") "
+        findings.append(Finding(INVALID_SETTING, f"zero_stage {brief(stage)}: DeepSpeedPlugin reads int(\"{py_str(stage, 120)}\") "
                                                  "and DeepSpeed accepts 0, 1, 2 or 3; the processes fail when they "
                                                  "build the plugin", f"{base}/zero_stage", fails_in=INITIALIZE))
     for key in ("offload_optimizer_device", "offload_param_device"):
         value = section.get(key)
-        if value is not None and str(value).lower() not in _OFFLOAD_DEVICES:
-            findings.append(Finding(INVALID_SETTING, f"{key} {to_json(value)}: DeepSpeed accepts none, cpu or nvme and "
+        if value is not None and py_str(value).lower() not in _OFFLOAD_DEVICES:
+            findings.append(Finding(INVALID_SETTING, f"{key} {brief(value)}: DeepSpeed accepts none, cpu or nvme and "
                                                      "fails while parsing its config",
                                     f"{base}/{key}", fails_in=INITIALIZE))
     steps = section.get("gradient_accumulation_steps")
-    if steps is not None and str(steps) != "auto" and (not str(steps).isdigit() or int(str(steps)) < 1):
-        findings.append(Finding(INVALID_SETTING, f"gradient_accumulation_steps {to_json(steps)}: DeepSpeedPlugin keeps "
+    if steps is not None and py_str(steps) != "auto" and (not py_str(steps).isdigit() or int(py_str(steps)) < 1):
+        findings.append(Finding(INVALID_SETTING, f"gradient_accumulation_steps {brief(steps)}: DeepSpeedPlugin keeps "
                                                  "anything but digits as text and DeepSpeed fails on it; write a "
                                                  "positive integer or remove the key",
                                 f"{base}/gradient_accumulation_steps",
                                 fails_in=INITIALIZE))
     clipping = section.get("gradient_clipping")
-    if clipping is not None and str(clipping).lower() != "auto":
+    if clipping is not None and py_str(clipping).lower() != "auto":
         try:
-            float(str(clipping).lower())
+            float(py_str(clipping).lower())
         except ValueError:
-            findings.append(Finding(INVALID_SETTING, f"gradient_clipping {to_json(clipping)}: DeepSpeedPlugin fails "
+            findings.append(Finding(INVALID_SETTING, f"gradient_clipping {brief(clipping)}: DeepSpeedPlugin fails "
                                                      "with \"ValueError: could not convert string to float: "
-                                                     f"'{str(clipping).lower()}'\"", f"{base}/gradient_clipping",
+                                                     f"'{py_str(clipping, 120).lower()}'\"", f"{base}/gradient_clipping",
                                     fails_in=INITIALIZE))
     findings.extend(_flag_values(section))
     launcher = section.get("deepspeed_multinode_launcher")
     if launcher is not None and launcher not in schema.section_options("deepspeed_config")[
             "deepspeed_multinode_launcher"]["enum"]:
-        findings.append(Finding(INVALID_SETTING, f"deepspeed_multinode_launcher {to_json(launcher)} is not one of "
+        findings.append(Finding(INVALID_SETTING, f"deepspeed_multinode_launcher {brief(launcher)} is not one of "
                                                  f"{', '.join(_launchers())}: on a multi-machine run the DeepSpeed "
                                                  "runner fails with \"Unknown launcher\" (one machine: unused)",
-                                f"{base}/deepspeed_multinode_launcher", fix=_fix(closest(str(launcher),
+                                f"{base}/deepspeed_multinode_launcher", fix=_fix(closest(py_str(launcher),
                                                                                          _launchers()))))
     return findings
 
@@ -584,14 +584,14 @@ def _inline_values(section: dict) -> list[Finding]:
 def _flag_values(section: dict) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     init = section.get("zero3_init_flag")
-    if init is not None and str(init).lower() not in TRUE_WORDS + FALSE_WORDS:
-        findings.append(Finding(INVALID_SETTING, f"zero3_init_flag {to_json(init)}: DeepSpeedPlugin fails with "
-                                                 f"\"ValueError: invalid truth value {str(init).lower()}\"",
+    if init is not None and py_str(init).lower() not in TRUE_WORDS + FALSE_WORDS:
+        findings.append(Finding(INVALID_SETTING, f"zero3_init_flag {brief(init)}: DeepSpeedPlugin fails with "
+                                                 f"\"ValueError: invalid truth value {py_str(init, 120).lower()}\"",
                                 f"{base}/zero3_init_flag",
                                 fails_in=INITIALIZE, fix="true"))
     save = section.get("zero3_save_16bit_model")
-    if save is not None and str(save).lower() != "true" and str(save).lower() not in FALSE_WORDS:
-        findings.append(Finding(INVALID_SETTING, f"zero3_save_16bit_model {to_json(save)}: DeepSpeedPlugin turns it on "
+    if save is not None and py_str(save).lower() != "true" and py_str(save).lower() not in FALSE_WORDS:
+        findings.append(Finding(INVALID_SETTING, f"zero3_save_16bit_model {brief(save)}: DeepSpeedPlugin turns it on "
                                                  "only for 'true'; this value silently means false",
                                 f"{base}/zero3_save_16bit_model",
                                 fix="true"))
@@ -611,7 +611,7 @@ def _nvme(section: dict) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     for what in ("optimizer", "param"):
         device, path = f"offload_{what}_device", f"offload_{what}_nvme_path"
-        if str(section.get(device)).lower() == "nvme":
+        if py_str(section.get(device)).lower() == "nvme":
             findings.append(Finding(NVME_IN_YAML, f"{device}: nvme in the Accelerate YAML: `accelerate launch` never "
                                                   f"exports {path}, so DeepSpeed gets nvme_path \"none\" (a folder "
                                                   "named `none` in the working directory). Configure NVMe offload in "
@@ -628,17 +628,17 @@ def _stage_ignored(section: dict, stage: int) -> list[Finding]:
     """ACC015: settings this ZeRO stage ignores."""
     findings, base = [], "/deepspeed_config"
     stage_note = " (the default)" if section.get("zero_stage") is None else ""
-    if stage < 3 and str(section.get("offload_param_device", "none")).lower() not in ("none", "nvme"):
+    if stage < 3 and py_str(section.get("offload_param_device", "none")).lower() not in ("none", "nvme"):
         findings.append(Finding(STAGE_IGNORED, f"offload_param_device only works at ZeRO stage 3; at stage {stage}"
                                                f"{stage_note} DeepSpeed ignores it and the parameters stay on the GPU",
                                 f"{base}/offload_param_device"))
-    if stage == 0 and str(section.get("offload_optimizer_device", "none")).lower() not in ("none", "nvme"):
+    if stage == 0 and py_str(section.get("offload_optimizer_device", "none")).lower() not in ("none", "nvme"):
         findings.append(Finding(STAGE_IGNORED, "offload_optimizer_device needs ZeRO stage 1-3; at stage 0 there is no "
                                                "ZeRO optimizer to offload", f"{base}/offload_optimizer_device"))
-    if stage < 3 and str(section.get("zero3_save_16bit_model")).lower() == "true":
+    if stage < 3 and py_str(section.get("zero3_save_16bit_model")).lower() == "true":
         findings.append(Finding(STAGE_IGNORED, f"zero3_save_16bit_model only applies at ZeRO stage 3 (stage {stage}): "
                                                "it is ignored", f"{base}/zero3_save_16bit_model"))
-    if stage != 3 and str(section.get("zero3_init_flag")).lower() in TRUE_WORDS:
+    if stage != 3 and py_str(section.get("zero3_init_flag")).lower() in TRUE_WORDS:
         findings.append(Finding(STAGE_IGNORED, f"zero3_init_flag at ZeRO stage {stage}: Accelerate warns \"DeepSpeed "
                                                "Zero3 Init flag is only applicable for ZeRO Stage 3. Setting it to "
                                                "False.\"",
@@ -657,11 +657,11 @@ def fsdp_values(replay: Replay) -> list[Finding]:
         if not choices or option not in replay.source:
             continue
         value = replay.args[option]
-        text = str(value)
+        text = py_str(value)
         if value is None or text.upper() in choices or text.isdigit():
             continue
         guess = closest(text.upper(), choices)
-        findings.append(Finding(INVALID_SETTING, f"{option} {to_json(value)} is not one of {', '.join(choices)}: the "
+        findings.append(Finding(INVALID_SETTING, f"{option} {brief(value)} is not one of {', '.join(choices)}: the "
                                                  "FSDP plugin fails in every process",
                                 replay.where(option), fails_in=INITIALIZE,
                                 fix=_fix(guess)))

@@ -23,6 +23,7 @@ from ..phases import LAUNCH
 from ..pointers import pointer_join
 from ..rules.accelerate_keys import INVALID_SETTING, MIXED_PRECISION, YAML_BOOLEAN
 from ..rules.accelerate_launch import GPU_IDS, MAIN_PROCESS_IP, NUM_PROCESSES_MISSING
+from ..values import py_str
 from . import schema
 
 MULTI_DEVICE = ("MULTI_GPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA", "MULTI_XPU", "MULTI_HPU",
@@ -345,7 +346,7 @@ class Replay:
         ok_np, many = self.attempt(INVALID_SETTING, self.where("num_processes"),
                                    lambda: num_processes is not None and num_processes > 1)
         master = (ok_np and many) or (ok and multi)
-        use_cpu = str(args["cpu"] or args.get("use_cpu"))
+        use_cpu = py_str(args["cpu"] or args.get("use_cpu"))
         if use_cpu.lower() not in TRUE_WORDS + FALSE_WORDS:
             self.fail(INVALID_SETTING, self.where("use_cpu"), f"ValueError: invalid truth value {use_cpu.lower()}",
                       "use_cpu must be true or false")
