@@ -63,12 +63,22 @@ def named_like_accelerate(filename: str) -> bool:
     return bool(_ACCELERATE_NAME.search(filename.rsplit("/", 1)[-1]))
 
 
+_ACCELERATE_LINE = re.compile(r"^(compute_environment|distributed_type)[ \t]*:", re.MULTILINE)
+
+
+def written_like_accelerate(text: str) -> bool:
+    """A YAML text that PyYAML cannot read but whose top level sets `compute_environment` or
+    `distributed_type`, as only an Accelerate config does (`accelerate config` writes them first)."""
+    return bool(_ACCELERATE_LINE.search(text))
+
+
 def classify(filename: str, value, is_yaml: bool) -> str:
     """Return "deepspeed", "accelerate" or "other" for a parsed top-level value."""
     base = filename.rsplit("/", 1)[-1]
     if not isinstance(value, dict):
-        # A JSON file named like a DeepSpeed config but holding a list or a scalar is a broken config.
-        if not is_yaml and _DEEPSPEED_NAME.search(base) and value is not None:
+        # A JSON file named like a DeepSpeed config but holding a list, a scalar or null is a broken
+        # config: DeepSpeed fails on each (null: "argument of type 'NoneType' is not iterable").
+        if not is_yaml and _DEEPSPEED_NAME.search(base):
             return "deepspeed"
         return "other"
     accelerate_keys = sum(1 for key in value if key in _ACCELERATE_KEYS)

@@ -13,9 +13,10 @@ from typing import Iterable, NamedTuple
 
 from . import pairs
 from .document import Document, JsonDocument
+from .boundary import Boundary, inside, special
 from .findings import Finding
-from .phases import LOAD
-from .rules.files import FILE_TOO_LARGE, NOT_A_CONFIG, PARSE_ERROR
+from .phases import LOAD, SILENT
+from .rules.files import REFERENCE_NOT_FOLLOWED, FILE_TOO_LARGE, NOT_A_CONFIG, PARSE_ERROR, UNREADABLE_FILE
 from .targets import Target
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
@@ -34,6 +35,10 @@ class Options(NamedTuple):
     # Text to lint instead of a file's bytes on disk, by real path: stdin, and `--fix` between passes.
     sources: dict | None = None
     max_bytes: int | None = None  # larger files are not read (DS007); None: files.MAX_BYTES
+    # Files found by walking or globbing, not named: one that cannot be read is a finding (DS008), not exit 2.
+    found: frozenset = frozenset()
+    # Where a file a config names may be opened (with the naming YAML's folder); None: the files linted.
+    boundary: Boundary | None = None
 
 
 class LintResult(NamedTuple):
@@ -53,7 +58,15 @@ class InternalError(Exception):
         self.path = path
 
 
-def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), gitignore: bool = True) -> list[str]:
+class Collection(NamedTuple):
+    files: list[str]  # to lint, in the order given
+    found: frozenset[str]  # those found in a folder or by a glob rather than named: a failure to read one is DS008
+    problems: list[Finding]  # entries of walked folders that cannot be linted (DS008, DS009), placed
+    boundary: Boundary  # what was asked for: the folders and files given, the files globs matched
+
+
+def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), gitignore: bool = True,
+            allowed: Boundary = Boundary(())) -> Collection:
     """Expand folders and globs into the config-looking files below them; keep explicit files as given.
 
     Folders are walked recursively, skipping VCS, virtualenv and cache folders, hidden folders, what
@@ -61,29 +74,42 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
     walked folders (and of their parents up to the repository root) ignore. A path holding `*`, `?` or
     `[` that does not exist as written is a glob (`**` recurses), expanded the same way. `exclude` also
     applies to files named explicitly (so a pre-commit run honours it); .gitignore does not. `virtual`
-    names inputs that are not on disk (stdin).
+    names inputs that are not on disk (stdin). A walk never follows a symbolic link out of the folder
+    walked (unless into a place `allowed`), never opens a FIFO, socket or device, and reports an entry it cannot read instead of
+    stopping (DS008, DS009). A path given that is missing or unreadable is a UsageError.
     """
     files: list[str] = []
+    found: list[str] = []
+    problems: list[Finding] = []
+    roots: list[str] = []
     virtual = set(virtual)
     for path in paths:
         if path in virtual:
             files.append(path)
         elif os.path.isdir(path):
-            found = _walk(path, exclude, gitignore)
-            if not found:
+            reported = len(problems)
+            walked = _walk(path, exclude, gitignore, problems, allowed)
+            if not walked and len(problems) == reported:
                 raise UsageError(f"{path}: no .json, .yaml or .yml file to lint in this folder or below it")
-            files.extend(found)
+            files.extend(walked)
+            found.extend(walked)
+            roots.append(path)
         elif os.path.exists(path):
             if not (exclude and exclude.excluded(path)):
                 files.append(path)
+                roots.append(path)
         elif _is_glob(path):
-            matched = _expand_glob(path, exclude, gitignore)
-            if not matched:
+            reported = len(problems)
+            matched = _expand_glob(path, exclude, gitignore, problems, allowed)
+            if not matched and len(problems) == reported:
                 raise UsageError(f"{path}: no file matches this pattern")
             files.extend(matched)
+            found.extend(matched)
+            roots.extend(matched)
         else:
             raise UsageError(f"{path}: {_missing(path)}")
-    return list(dict.fromkeys(files))
+    named = set(files) - set(found)
+    return Collection(list(dict.fromkeys(files)), frozenset(found) - named, problems, Boundary.of(roots))
 
 
 def _missing(path: str) -> str:
@@ -103,12 +129,12 @@ def _is_glob(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
-def _expand_glob(pattern: str, exclude, gitignore: bool) -> list[str]:
+def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed: Boundary) -> list[str]:
     import glob
     found: list[str] = []
     for match in sorted(glob.glob(pattern, recursive=True)):
         if os.path.isdir(match):
-            found.extend(_walk(match, exclude, gitignore))
+            found.extend(_walk(match, exclude, gitignore, problems, allowed))
             continue
         parts = os.path.normpath(match).split(os.sep)[:-1]
         if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in parts):
@@ -117,14 +143,21 @@ def _expand_glob(pattern: str, exclude, gitignore: bool) -> list[str]:
             continue
         if gitignore and _gitignored(match):
             continue
+        why = special(match)
+        if why is not None:
+            problems.append(_entry_problem(match, why))
+            continue
         found.append(match)
     return found
 
 
-def _walk(top: str, exclude, gitignore: bool) -> list[str]:
+def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary) -> list[str]:
+    """The config-looking files below `top`; what cannot be linted goes to `problems`."""
     from .pathmatch import read_gitignore
     inherited = _parent_gitignores(top) if gitignore else []
+    top_real = os.path.realpath(top)
     found: list[str] = []
+    visited = {top_real}  # real folders entered: a link back up would otherwise loop forever
     # (folder, the .gitignore pattern sets in force there)
     stack = [(top, inherited)]
     while stack:
@@ -136,11 +169,19 @@ def _walk(top: str, exclude, gitignore: bool) -> list[str]:
         try:
             entries = sorted(os.scandir(root), key=lambda e: e.name)
         except OSError as error:
-            raise UsageError(f"{root}: cannot read folder: {error.strerror or error}") from None
+            if root == top:
+                raise UsageError(f"{root}: cannot read folder: {error.strerror or error}") from None
+            problems.append(_entry_problem(root, f"cannot read folder: {error.strerror or error}"))
+            continue
         folders = []
         for entry in entries:
             path = os.path.join(root, entry.name)
-            is_dir = entry.is_dir()
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir()  # follows a link
+            except OSError as error:
+                problems.append(_entry_problem(path, _reason(path, error)))
+                continue
             if is_dir:
                 if entry.name in _SKIP_DIRS or entry.name.startswith("."):
                     continue
@@ -150,12 +191,45 @@ def _walk(top: str, exclude, gitignore: bool) -> list[str]:
                 continue
             if _ignored_by(ignores, path, is_dir):
                 continue
+            if is_link:
+                real = os.path.realpath(path)
+                if os.path.exists(path) and not (inside(real, top_real) or allowed.admits(real)):
+                    problems.append(_link_out(path, real, top))
+                    continue
             if is_dir:
-                folders.append(path)
-            else:
-                found.append(path)
+                real = os.path.realpath(path)
+                if real not in visited:
+                    visited.add(real)
+                    folders.append(path)
+                continue
+            why = special(path)  # a dangling link, a loop, a FIFO, a device: never opened
+            if why is not None:
+                problems.append(_entry_problem(path, why))
+                continue
+            found.append(path)
         stack.extend((folder, ignores) for folder in reversed(folders))
     return found
+
+
+def _reason(path: str, error: OSError) -> str:
+    from .files import os_reason
+    return os_reason(path, error)
+
+
+def _entry_problem(path: str, why: str) -> Finding:
+    """DS008 for an entry of a walked folder that cannot be linted."""
+    from . import detect
+    named = detect.named_like_deepspeed(path) or detect.named_like_accelerate(path)
+    finding = Finding(UNREADABLE_FILE, f"{why}; not linted", fails_in=LOAD if named else SILENT)
+    finding.file = path
+    return finding
+
+
+def _link_out(path: str, real: str, top: str) -> Finding:
+    finding = Finding(REFERENCE_NOT_FOLLOWED, f"a symbolic link to {real}, outside {top}: not followed (dsconfig opens only "
+                                       "what it is asked to lint; give that path too, or --allow-read it)")
+    finding.file = path
+    return finding
 
 
 def _ignored_by(ignores, path: str, is_dir: bool) -> bool:
@@ -216,15 +290,26 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         if real in spelled:
             continue
         spelled[real] = path
-        doc, unreadable = read_document(path, options)
+        try:
+            doc, unreadable = read_document(path, options)
+        except UsageError as error:
+            if path not in options.found:
+                raise
+            doc, unreadable = None, [_entry_problem(path, _without_path(path, error))]
         findings.extend(unreadable)
         if doc is not None:
             docs[real] = doc
 
+    boundary = options.boundary or Boundary.of(files)
     sides = pairs.find_sides(docs.values())
     paired: dict[str, list[pairs.Side]] = {}
     for side in sides:
-        if side.json_path is not None:
+        if side.json_path is None:
+            continue
+        refused = pairs.refusal(side, boundary, docs)
+        if refused is not None:
+            findings.extend(place(side.doc, [refused]))
+        else:
             paired.setdefault(os.path.realpath(side.json_path), []).append(side)
 
     for real, doc in docs.items():
@@ -249,7 +334,10 @@ def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Find
     JSON document (None when it could not be read)."""
     sizes = pairs.launched_world_sizes(users)
     pair_options = options._replace(world_sizes=options.world_sizes or (sizes or None), kind="deepspeed")
-    doc, unreadable = read_document(json_path, pair_options)
+    try:
+        doc, unreadable = read_document(json_path, pair_options)
+    except UsageError as error:  # no read permission: the YAMLs' files are not the user's command line
+        return [_entry_problem(json_path, _without_path(json_path, error))], None
     if doc is None:
         return unreadable, None
     pair_options = pair_options._replace(target=options.target or pairs.launched_target(doc))
@@ -291,6 +379,12 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
         raise
     except files.FileError as error:
         raise UsageError(str(error)) from None
+
+
+def _without_path(path: str, error: UsageError) -> str:
+    """The reason in a "PATH: reason" message, for a finding that is already about PATH."""
+    text = str(error)
+    return text[len(path) + 2:] if text.startswith(path + ": ") else text
 
 
 def decode(data: bytes) -> str:
@@ -337,7 +431,7 @@ def is_yaml(path: str) -> bool:
 
 def open_document(text: str, path: str, options: Options) -> Document:
     """Read and classify: a YamlDocument for YAML (PyYAML is imported only then), else a JsonDocument."""
-    if is_yaml(path):
+    if is_yaml(path) and options.kind != "deepspeed":  # DeepSpeed reads any file as JSON, a .yaml too
         from .yamldoc import YamlDocument
         doc = YamlDocument(path, text)
         doc.kind = _classify_yaml(doc)
@@ -371,8 +465,9 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
 def _classify_yaml(doc) -> str:
     from . import detect
     if not doc.loaded or not isinstance(doc.value, dict):
-        # A parse error, or an empty file, is reported for files named like a config, skipped otherwise.
-        return "accelerate" if detect.named_like_accelerate(doc.path) else "other"
+        # A parse error, or an empty file, is reported for files named or written like a config, skipped otherwise.
+        like = detect.named_like_accelerate(doc.path) or (not doc.loaded and detect.written_like_accelerate(doc.text))
+        return "accelerate" if like else "other"
     kind = detect.classify(doc.path, doc.value, is_yaml=True)
     return kind if kind == "accelerate" else "other"  # DeepSpeed never reads YAML
 

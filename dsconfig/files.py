@@ -141,17 +141,44 @@ def write_atomic(path: str, text: str, mode: int | None = None) -> None:
             os.umask(mask)
             mode = 0o666 & ~mask
     folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".dsconfig", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
+    with _sigterm_as_exit():
+        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".dsconfig", dir=folder)
         try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(text.encode("utf-8"))
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.chmod(temporary, mode)
+            os.replace(temporary, path)
+        except BaseException:  # Ctrl-C, SIGTERM (below), a full disk: no temporary file is left
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+
+
+class _sigterm_as_exit:
+    """While writing, SIGTERM (a CI timeout, `kill`) raises SystemExit like Ctrl-C raises
+    KeyboardInterrupt, so the temporary file is removed; the default action would kill the process
+    at once and leave it behind. Only the main thread may set signal handlers."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.installed = threading.current_thread() is threading.main_thread()
+        if self.installed:
+            self.previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous if self.previous is not None else signal.SIG_DFL)
+        return False
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)

@@ -41,6 +41,7 @@ import os
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
+from .boundary import Boundary
 from .findings import Finding
 from .pointers import pointer_from, pointer_join, pointer_tokens
 from .rules.accelerate_keys import (
@@ -352,15 +353,16 @@ class FixRun(NamedTuple):
     findings: list  # after the last pass, unfiltered
     documents: dict
     files: dict  # real path -> FileResult (only files some edit was tried on, plus stdin)
-    skipped: list  # (path, why): files not written (symbolic links)
+    skipped: list  # (path, why): files not written (links, outside the paths linted, read-only, hard-linked)
 
 
 def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool = False,
-        stdin: dict | None = None) -> FixRun:
+        stdin: dict | None = None, writing: bool = False) -> FixRun:
     """Lint, apply the applicable fixes, re-lint, until nothing more applies (at most MAX_PASSES).
 
     `keep` tells which findings are reported (selection and suppressions): only those are fixed.
-    `stdin`: {display path: text} for input read from standard input.
+    `stdin`: {display path: text} for input read from standard input. `writing` (--fix, not --diff):
+    files that will not be written (read-only, hard-linked) are left as they are.
     """
     from . import engine
 
@@ -377,15 +379,19 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
         return engine.lint_files(paths, options._replace(sources=current_sources))
 
     findings, documents = lint(sources)
+    # Written: files under the paths linted and, as read, a ds_config.json in the folder of a YAML naming it.
+    boundary = (options.boundary or Boundary.of(paths)) + Boundary.of(
+        os.path.dirname(os.path.abspath(doc.path)) for doc in documents.values() if doc.format == "yaml")
     seen_states = set()
     for _ in range(MAX_PASSES):
         chosen: dict[str, list] = {}
         for finding, info in _applicable(findings, documents, keep, unsafe, refused):
             real = os.path.realpath(finding.file)
             if real not in results:
-                if os.path.islink(finding.file):
+                why = _not_writable(finding.file, real, boundary, writing)
+                if why is not None:
                     if all(p != finding.file for p, _ in skipped):
-                        skipped.append((finding.file, "a symbolic link; fix the file it points to"))
+                        skipped.append((finding.file, why))
                     continue
                 try:
                     results[real] = FileResult(finding.file, real, _read_raw(finding.file))
@@ -433,6 +439,32 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
         sources = trial
         findings, documents = new_findings, new_documents
     return FixRun(findings, documents, results, skipped)
+
+
+def _not_writable(path: str, real: str, boundary: Boundary, writing: bool) -> str | None:
+    """Why --fix must not write the file, or None. Only a regular file under the paths linted, every
+    symbolic link resolved (a linked folder on the way included), and when `writing`, with one name
+    and write permission."""
+    import stat
+
+    if os.path.islink(path):
+        return "a symbolic link; fix the file it points to"
+    if not boundary.admits(real):
+        return f"its real path {real} is outside the paths linted"
+    try:
+        status = os.stat(real)
+    except OSError as error:
+        return error.strerror or str(error)
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file"
+    if not writing:
+        return None
+    if not status.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
+        return "read-only; make it writable to fix it"
+    if status.st_nlink > 1:
+        # the fix replaces the file (write, then rename): the other names would keep the old text
+        return f"it has {status.st_nlink} hard links, which a fix would split; fix it by hand"
+    return None
 
 
 def _read_raw(path: str) -> str:

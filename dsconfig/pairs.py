@@ -59,19 +59,94 @@ def resolve(yaml_path: str, written: str) -> tuple[str | None, str]:
     """Where the training processes will find the file: relative to the launch directory (assumed to
     be the current one), else relative to the YAML's folder, where such files usually sit."""
     if os.path.isabs(written):
-        return (written if os.path.isfile(written) else None), "absolute"
+        return (written if _exists(written) else None), "absolute"
     candidates = [(written, "relative to the working directory"),
                   (os.path.join(os.path.dirname(yaml_path), written), "relative to the YAML's folder")]
     for candidate, how in candidates:
-        if os.path.isfile(candidate):
+        if _exists(candidate):
             return candidate, how
     return None, "relative to the working directory or the YAML's folder"
+
+
+def refusal(side: Side, boundary, docs: dict) -> Finding | None:
+    """Why the file the YAML names is not linted with it, or None: a special file or one outside what
+    dsconfig may open (ACC020, DS009: never opened), a file that is not JSON (ACC020), or JSON that is no
+    DeepSpeed config (DS009: read, never quoted). `docs`: the documents already read, by real path."""
+    from . import detect
+    from .boundary import inside, special
+    from .rules.files import REFERENCE_NOT_FOLLOWED
+
+    pointer = "/deepspeed_config/deepspeed_config_file"
+    written = _shown(side.written)
+    why = special(side.json_path)
+    if why is not None:  # a FIFO blocks json.load for ever, /proc/self/environ is no JSON: a broken launch
+        return Finding(CONFIG_FILE_MISSING, f"deepspeed_config_file `{written}` is {why}, not a JSON file: every "
+                                            "process fails in DeepSpeedPlugin (dsconfig never opens such a file)",
+                       pointer, fails_in=INITIALIZE)
+    real = os.path.realpath(side.json_path)
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(side.doc.path)))
+    if not (boundary.admits(real) or inside(real, folder)):
+        return Finding(REFERENCE_NOT_FOLLOWED, f"deepspeed_config_file `{written}` is {real}, outside the paths given to "
+                                        "dsconfig lint and this YAML's folder: not opened, so the pair is not "
+                                        f"checked (lint a folder holding both, or --allow-read {os.path.dirname(real)})",
+                       pointer)
+    if real == os.path.realpath(side.doc.path):
+        return Finding(CONFIG_FILE_MISSING, "deepspeed_config_file names this YAML itself: every process fails in "
+                                            "DeepSpeedPlugin, whose json.load raises \"JSONDecodeError: Expecting "
+                                            "value: line 1 column 1 (char 0)\"", pointer, fails_in=INITIALIZE)
+    if side.json_path.endswith(".json") and detect.named_like_deepspeed(side.json_path):
+        return None  # a config by its name: linted, its syntax errors shown where they are
+    # Any other file is linted only if it reads as a DeepSpeed config; its text is never quoted otherwise.
+    loaded, value = _json_reading(real, docs)
+    if not loaded and value is not None:
+        return Finding(CONFIG_FILE_MISSING, f"deepspeed_config_file `{written}` is not JSON: every process fails "
+                                            f"in DeepSpeedPlugin, whose json.load raises \"{value}\"", pointer,
+                       fails_in=INITIALIZE)
+    if loaded and detect.classify(side.json_path, value, is_yaml=False) != "deepspeed":
+        return Finding(REFERENCE_NOT_FOLLOWED, f"deepspeed_config_file `{written}` holds no DeepSpeed setting: not linted, "
+                                          "so the pair is not checked (dsconfig quotes no file that is not a config)",
+                       pointer)
+    return None
+
+
+def _json_reading(real: str, docs: dict) -> tuple[bool, object]:
+    """(True, value) when json.load reads the file; (False, "JSONDecodeError: ...") when it fails;
+    (False, None) when the file cannot be read (linting the pair says why)."""
+    import json
+
+    from . import files
+    doc = docs.get(real)
+    if doc is not None:
+        text = doc.text
+    else:
+        try:
+            text = files.read_bytes(real).decode("utf-8")
+        except (files.FileError, UnicodeDecodeError):
+            return False, None
+    try:
+        return True, json.loads(text)
+    except json.JSONDecodeError as error:
+        return False, f"JSONDecodeError: {error}"
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _shown(written: str) -> str:
+    return written if len(written) <= 200 else written[:200] + "..."
+
+
+def _exists(path: str) -> bool:
+    """A file or anything else that is not a folder (a FIFO or device is then refused, not "missing")."""
+    try:
+        return os.path.exists(path) and not os.path.isdir(path)
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def missing_file(side: Side) -> Finding:
     """ACC020 in the YAML, for a deepspeed_config_file that is not there (not yet placed)."""
     folder = os.path.dirname(os.path.abspath(side.doc.path))
-    written = side.written if len(side.written) <= 200 else side.written[:200] + "..."
+    written = _shown(side.written)
     looked = "" if side.how == "absolute" else f" (looked {side.how}: {os.getcwd()} and {folder})"
     return Finding(
         CONFIG_FILE_MISSING,

@@ -13,6 +13,7 @@ select = ["DS", "ACC"]                # codes, prefixes (DS2, ACC) or rule names
 ignore = ["DS509"]
 fail-on = "warning"                   # error (default) | warning | info
 exclude = ["legacy/", "**/generated/*.json"]   # gitignore-style, relative to this file's folder
+allow-read = ["../shared-configs"]    # folders a config may name files in (relative to this file's folder)
 
 [tool.dsconfig.per-file-ignores]      # glob -> selectors
 "configs/old/*.json" = ["DS104"]
@@ -42,7 +43,8 @@ from . import targets
 CONFIG_NAME = ".dsconfig.toml"
 PYPROJECT = "pyproject.toml"
 SEVERITY_NAMES = ("error", "warning", "info")
-KEYS = ("target", "world-sizes", "select", "ignore", "fail-on", "exclude", "per-file-ignores", "suppress")
+KEYS = ("target", "world-sizes", "select", "ignore", "fail-on", "exclude", "allow-read", "per-file-ignores",
+        "suppress")
 SUPPRESS_KEYS = ("files", "pointer", "rules", "reason")
 
 
@@ -79,6 +81,7 @@ class Settings:
         self.ignore: tuple[str, ...] = ()
         self.fail_on: str | None = None
         self.exclude: tuple[str, ...] = ()
+        self.allow_read: tuple[str, ...] = ()  # absolute paths
         self.per_file_ignores: list[PerFileIgnore] = []
         self.suppress: list[Suppression] = []
 
@@ -216,6 +219,8 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
         settings.fail_on = fail_on
     if "exclude" in table:
         settings.exclude = strings("exclude", table["exclude"])
+    if "allow-read" in table:
+        settings.allow_read = tuple(os.path.join(settings.root, path) for path in strings("allow-read", table["allow-read"]))
 
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]

@@ -27,7 +27,9 @@ def lint(*paths: str, **fields) -> list:
 
 def lint_folder(*paths: str, **fields) -> list:
     """As `lint`, for folders and globs (collected as the command collects them)."""
-    return truthful(engine.lint_files(engine.collect([str(path) for path in paths]), options(**fields)).findings)
+    collection = engine.collect([str(path) for path in paths])
+    opts = options(**fields)._replace(found=collection.found, boundary=collection.boundary)
+    return truthful(collection.problems + engine.lint_files(collection.files, opts).findings)
 
 
 def lint_text(text: str, path: str, **fields) -> list:

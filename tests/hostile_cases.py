@@ -177,6 +177,34 @@ def _alias_chain_paired(folder: str) -> Spec:
     return Spec(_lint("accelerate_config.yaml", "--format", "full"))
 
 
+def _yaml_naming(named: str, *, fifo: bool = False):
+    """An Accelerate YAML in configs/ naming `named`; a secret next to the linted folder."""
+    def make(folder: str) -> Spec:
+        os.makedirs(os.path.join(folder, "configs"), exist_ok=True)
+        _write(folder, "secret.env", b"TOKEN=hostile-secret\n")
+        if fifo:
+            os.mkfifo(os.path.join(folder, "configs", "pipe"))
+        _write(folder, "configs/accelerate_config.yaml",
+               b"compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_processes: 2\n"
+               b"deepspeed_config:\n  deepspeed_config_file: " + named.encode() + b"\n")
+        return Spec(_lint("configs", "--format", "full"))
+    return make
+
+
+def _walk_entries(folder: str) -> Spec | None:
+    """A walked folder holding a dangling link, a loop of links and a FIFO named like configs."""
+    if not hasattr(os, "mkfifo"):
+        return None
+    configs = os.path.join(folder, "configs")
+    os.makedirs(configs)
+    _write(folder, "configs/bad.json", b'{"train_batch_size": 7.0}\n')
+    os.symlink("missing.json", os.path.join(configs, "ds_config.json"))
+    os.symlink("b.json", os.path.join(configs, "a.json"))
+    os.symlink("a.json", os.path.join(configs, "b.json"))
+    os.mkfifo(os.path.join(configs, "zero3.json"))
+    return Spec(_lint("configs"))
+
+
 TAGS = b"""compute_environment: LOCAL_MACHINE
 distributed_type: !!python/object/apply:os.system ["echo pwned > pwned.txt"]
 num_processes: 2
@@ -278,6 +306,12 @@ CASES = [
     Case("stdin-too-large", _stdin_too_large, 2, "ds_config.json: is larger than 256 KiB"),
     Case("yaml-alias-chain", _file("accelerate_config.yaml", ALIAS_CHAIN), 1, "ACC020", "accelerate_config.yaml:"),
     Case("yaml-alias-chain-paired", _alias_chain_paired, 1, "ACC", "accelerate_config.yaml:"),
+    Case("names-proc-environ", _yaml_naming("/proc/self/environ"), 1, "ACC020", "configs/accelerate_config.yaml:5:"),
+    Case("names-file-outside", _yaml_naming("../secret.env"), 1, "DS009", "configs/accelerate_config.yaml:5:"),
+    Case("names-fifo", lambda folder: hasattr(os, "mkfifo") and _yaml_naming("pipe", fifo=True)(folder) or None, 1,
+         "FIFO", "configs/accelerate_config.yaml:5:"),
+    Case("walk-bad-entries", _walk_entries, 1, "DS008", "configs/"),
+    Case("null-root", _file("ds_config.json", b"null\n"), 1, "DS004", "ds_config.json:1:1"),
 ]
 
 

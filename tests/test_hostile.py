@@ -113,7 +113,7 @@ def test_brief_stops_where_it_writes():
     # written out, 60 levels are 2^60 leaves; the cut text is the first levels' keys
     assert brief(chain(60)) == ('{"a": ' * 20)[:120] + "..."
     assert py_str(chain(60), 50) == ("{'a': " * 9)[:50] + "..."
-    assert brief(chain(3)) == to_json(chain(3)) and py_str(chain(3)) == str(chain(3))
+    assert brief(chain(2)) == to_json(chain(2)) and py_str(chain(3)) == str(chain(3))
     for value in ({"a": 1, "b": [1, 2.5, None, True]}, "text", 1e400, float("nan"), {1: 2}, [], {}):
         assert brief(value) == to_json(value)
         assert py_str(value) == str(value)

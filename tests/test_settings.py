@@ -396,7 +396,7 @@ def test_apply_is_what_the_command_reports(project):
     from dsconfig.suppress import apply
     (project / ".dsconfig.toml").write_text(SUPPRESS)
     loaded = settings_module.resolve()
-    files = engine.collect(["configs"])
+    files = engine.collect(["configs"]).files
     found = apply(engine.lint_files(files, engine.Options()).findings, files, loaded)
     cli_found = items("configs")[1]
     assert [(f.code, f.file, f.line) for f in found] == [(i["code"], i["file"], i["line"]) for i in cli_found]

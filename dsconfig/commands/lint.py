@@ -35,6 +35,7 @@ class Inputs(NamedTuple):
     paths: tuple[str, ...]  # with `-` replaced by the standard input's name
     virtual: list[str]  # names that are not on disk (standard input)
     stdin_text: dict  # {name: text} for the standard input, when it is UTF-8
+    allow_read: tuple[str, ...]  # --allow-read: more places a config may name files in
 
 
 class Outcome(NamedTuple):
@@ -114,11 +115,14 @@ def _fail(message: str) -> None:
 @click.option("--max-file-size", "max_file_size", metavar="SIZE",
               help="Do not read files larger than this (e.g. 4MB; K, M and G are powers of 1024); a file named "
                    "like a config over it is DS007. Default: 256KB.")
+@click.option("--allow-read", "allow_read", multiple=True, metavar="PATH",
+              help="Let a config name files under PATH (a folder or file) though PATH is not linted. dsconfig "
+                   "otherwise opens only the paths given and, for an Accelerate YAML, files in its folder.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
 def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
-         apply_fixes, unsafe_fixes, diff, max_file_size, stdin_filename):
+         apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
 
     `-` reads standard input. With --fix, safe fixes are written back (stdin: the fixed text is printed).
@@ -129,8 +133,9 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
         _fail(f"{output_file} exists; pass --force to overwrite it")
     selection = _selection(config_path, no_config, select, ignore, fail_on)
     inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
-                      max_file_size, stdin_filename)
-    outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes)
+                      max_file_size, stdin_filename, allow_read)
+    outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes,
+                   writing=apply_fixes and not diff)
     if diff:
         sys.exit(_print_diff(outcome.fixes))
     if apply_fixes:
@@ -163,7 +168,7 @@ def _selection(config_path, no_config, select, ignore, fail_on) -> Selection:
 
 
 def _options(settings, paths, target, world_size, gpus, nodes, training_args, dataset_size, max_file_size,
-             stdin_filename) -> Inputs:
+             stdin_filename, allow_read=()) -> Inputs:
     from .. import engine, targets
     from .. import files as files_module
 
@@ -213,14 +218,14 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
     options = engine.Options(target=targets.BY_NAME[target] if target else settings.target, world_sizes=sizes,
                              gpus=gpus, nodes=nodes, training_args=args, dataset_size=dataset_size,
                              sources=sources or None, max_bytes=max_bytes)
-    return Inputs(options, paths, virtual, stdin_text)
+    return Inputs(options, paths, virtual, stdin_text, tuple(allow_read))
 
 
 # -- run ---------------------------------------------------------------------------------------------------
 
 
 def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool, fixing: bool,
-         unsafe: bool) -> Outcome:
+         unsafe: bool, writing: bool = False) -> Outcome:
     """Collect the files, lint them (and fix them), keep what is selected and not suppressed."""
     from .. import engine
     from ..suppress import Suppressor, apply
@@ -232,14 +237,19 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         patterns = PatternSet(os.getcwd(), exclude) if exclude else PatternSet(settings.root, settings.exclude)
     fixes = None
     try:
-        files = engine.collect(inputs.paths, exclude=patterns, virtual=inputs.virtual, gitignore=respect_gitignore)
+        allowed = _allowed(inputs.allow_read, settings)
+        collection = engine.collect(inputs.paths, exclude=patterns, virtual=inputs.virtual, gitignore=respect_gitignore,
+                                    allowed=allowed)
+        files = collection.files
+        options = inputs.options._replace(found=collection.found, boundary=collection.boundary + allowed)
         if fixing:
             from .. import fix
-            fixes = fix.run(files, inputs.options, Suppressor(settings, selection.enabled).keep, unsafe=unsafe,
-                            stdin=inputs.stdin_text)
+            fixes = fix.run(files, options, Suppressor(settings, selection.enabled).keep, unsafe=unsafe,
+                            stdin=inputs.stdin_text, writing=writing)
             found, documents = fixes.findings, fixes.documents
         else:
-            found, documents = engine.lint_files(files, inputs.options)
+            found, documents = engine.lint_files(files, options)
+        found = collection.problems + found
     except engine.UsageError as error:
         _fail(str(error))
     except engine.InternalError as error:
@@ -248,6 +258,12 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         _internal_error(f"{type(error).__name__}: {error}")
     findings = apply(found, set(files) | set(documents), settings, selection.enabled)
     return Outcome(files, findings, documents, fixes)
+
+
+def _allowed(allow_read: tuple[str, ...], settings):
+    """--allow-read, else the configuration's allow-read: where a config may name files."""
+    from ..boundary import Boundary
+    return Boundary.of(allow_read or settings.allow_read)
 
 
 def _internal_error(what: str) -> None:

@@ -114,11 +114,7 @@ def lint_example(example) -> list[dict]:
         os.chdir(folder)
         out, err = io.StringIO(), io.StringIO()
         try:
-            for name, text in example.shown_files():
-                if os.path.dirname(name):
-                    os.makedirs(os.path.dirname(name), exist_ok=True)
-                with open(name, "w", encoding="utf-8") as handle:
-                    handle.write(text)
+            example.build(folder)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
                     lint.main(args, prog_name="dsconfig lint", standalone_mode=False)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from ..rules.files import FILE_TOO_LARGE, NOT_A_CONFIG, UNREADABLE_FILE
 from .concise import COLORS, header
 
 PHASES = {
@@ -34,9 +35,14 @@ def _style(text: str, context, **style) -> str:
     return click.style(text, **style)
 
 
+# Findings about a file dsconfig did not lint: it may be anything (a credentials file, a .env); its
+# text is never shown.
+_UNSHOWN = frozenset({NOT_A_CONFIG, FILE_TOO_LARGE, UNREADABLE_FILE})
+
+
 def frame(finding, context) -> list[str]:
     text = context.texts.get(finding.file)
-    if text is None:
+    if text is None or finding.rule in _UNSHOWN:
         return []
     lines = text.split("\n")
     if not 1 <= finding.line <= len(lines):

@@ -35,6 +35,8 @@ def _markdown_example(label: str, example) -> list[str]:
     lines = [f"**{label}** (`{example.command()}`):", ""]
     for name, text in example.shown_files():
         lines += [f"`{name}`:", "", f"```{_language(name)}", text.rstrip("\n"), "```", ""]
+    for name, target in example.links:
+        lines += [f"`{name}`: a symbolic link to `{target}`", ""]
     if example.note:
         lines += [example.note, ""]
     return lines
@@ -120,6 +122,8 @@ def terminal(rule, width: int = 100, output: list[str] | None = None) -> str:
         for name, text in ex.shown_files():
             lines.append(f"  {name}:")
             lines.extend("    " + line if line else "" for line in text.rstrip("\n").split("\n"))
+        for name, target in ex.links:
+            lines.append(f"  {name} -> {target} (a symbolic link)")
         if ex.note:
             lines.extend(_wrap(ex.note, width))
         lines.append("")
@@ -141,7 +145,7 @@ def terminal(rule, width: int = 100, output: list[str] | None = None) -> str:
 def as_dict(rule) -> dict:
     def example(ex) -> dict:
         return {"command": ex.command(), "files": [{"path": n, "content": t} for n, t in ex.shown_files()],
-                "note": ex.note or None}
+                "links": [{"path": n, "target": t} for n, t in ex.links], "note": ex.note or None}
 
     return {"code": rule.code, "name": rule.name, "severity": rule.severity, "summary": rule.summary,
             "url": rule.url, "area": rule.area, "fails_in": list(rule.fails_in), "what": rule.what, "why": rule.why,

@@ -221,12 +221,14 @@ INVALID_SETTING = Rule(
 
 CONFIG_FILE_MISSING = Rule(
     "ACC020", "config-file-missing", ERROR,
-    summary="deepspeed_config_file points to a file that does not exist",
+    summary="deepspeed_config_file points to a file that does not exist, or is not JSON",
     what="""Reports a `deepspeed_config_file` that exists neither relative to the working directory nor next to
-    the YAML.""",
+    the YAML, and one that is not JSON: a YAML file, the Accelerate YAML itself, a FIFO, socket or device, or a
+    file under /proc, /sys or /dev (which dsconfig never opens).""",
     why="""Every training process fails in the DeepSpeedPlugin: `ValueError: Expected a string path to an existing
     deepspeed config, or a dictionary, or a base64 encoded string. Received: configs/ds_config.json`. The path is
-    opened relative to the directory `accelerate launch` runs in.""",
+    opened relative to the directory `accelerate launch` runs in. A file that exists is read with `json.load`
+    whatever its name, so a YAML fails with `JSONDecodeError: Expecting value: line 1 column 1 (char 0)`.""",
     fails_in=(INITIALIZE,),
     failing=acc(ACC_DEEPSPEED + """
         num_processes: 8

@@ -2,7 +2,8 @@
 configuration (DS900).
 
 Checked by dsconfig.deepspeed.syntax (hjson or json.load, duplicate keys, hjson-only syntax),
-dsconfig.engine (undecodable and oversized files, files that are no config), dsconfig.other
+dsconfig.engine (undecodable, oversized and unreadable files, files that are no config or must not
+be opened), dsconfig.other
 (batch sizes in other JSON files), dsconfig.accelerate.check (YAML loading) and dsconfig.suppress
 (unused suppressions).
 """
@@ -210,6 +211,77 @@ FILE_TOO_LARGE = Rule(
     `--max-file-size 4MB`.""",
 )
 
+UNREADABLE_FILE = Rule(
+    "DS008", "unreadable-file", ERROR,
+    summary="A file or folder in a linted folder cannot be read; it is not linted, the rest is",
+    what="""Reports an entry found while walking a folder (or by a glob, or named by an Accelerate YAML) that
+    cannot be linted: a symbolic link to nothing, a loop of links, a file or folder without read permission, a
+    path longer than the system allows, or a FIFO, socket or device under a config's name. The rest of the
+    folder is linted. A path given on the command line that cannot be read is a usage error instead (exit 2).""",
+    why="""One broken entry must not hide every other finding of a repository, nor pass unnoticed: a
+    `ds_config.json` that is a link to a file nobody committed is the config the launch will fail to open
+    (DeepSpeed's `open()` raises FileNotFoundError). A FIFO is never opened: reading it would wait forever.""",
+    fails_in=(LOAD, SILENT),
+    failing=folder(
+        ("configs/zero2.json", """
+            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
+            """),
+        links=(("configs/ds_config.json", "../shared/ds_config.json"),),
+        lint=("configs",), note="`shared/ds_config.json` was never committed."),
+    passing=folder(
+        ("configs/zero2.json", """
+            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
+            """),
+        ("configs/ds_config.json", """
+            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3}}
+            """),
+        lint=("configs",)),
+    fix="""Commit the file the link points to, or delete the link; give dsconfig read permission on the folder;
+    exclude what is not a config (`--exclude`, `exclude = [...]`).""",
+)
+
+REFERENCE_NOT_FOLLOWED = Rule(
+    "DS009", "reference-not-followed", ERROR,
+    summary="A config names a file dsconfig will not read or quote: outside the linted paths, or no config",
+    what="""Reports a `deepspeed_config_file` whose real path (every symbolic link resolved) lies outside the
+    paths given to `dsconfig lint` and outside the folder of the YAML naming it, and a symbolic link in a walked
+    folder that leads out of it, and a named JSON file that holds no DeepSpeed setting, which it does not lint.
+    The pair is then not checked (a named FIFO, socket, device or file under /proc, /sys or /dev is never opened
+    either; that is ACC020, since DeepSpeedPlugin cannot read it). `--allow-read PATH` (or `allow-read = [...]` in the configuration) lets
+    dsconfig open files under PATH.""",
+    why="""A config in a pull request can name any path: `/proc/self/environ`, `../../.env`, a link to a secret.
+    Linting that file would print its contents in findings, into CI logs anyone can read. dsconfig reads only
+    what it was asked to lint, so the GitHub Action and pre-commit hook are safe on untrusted changes. It is an
+    error because the launch it describes was not checked: CI must not pass it as clean.""",
+    fails_in=(SILENT,),
+    failing=folder(
+        ("accelerate/zero2.yaml", """
+            compute_environment: LOCAL_MACHINE
+            distributed_type: DEEPSPEED
+            num_processes: 8
+            deepspeed_config:
+              deepspeed_config_file: ../deepspeed/zero2.json
+            """),
+        ("deepspeed/zero2.json", """
+            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
+            """),
+        lint=("accelerate",)),
+    passing=folder(
+        ("accelerate/zero2.yaml", """
+            compute_environment: LOCAL_MACHINE
+            distributed_type: DEEPSPEED
+            num_processes: 8
+            deepspeed_config:
+              deepspeed_config_file: ../deepspeed/zero2.json
+            """),
+        ("deepspeed/zero2.json", """
+            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
+            """),
+        lint=("accelerate", "deepspeed"), note="Both folders are linted, so the pair is checked."),
+    fix="""Lint the folder that holds both files (`dsconfig lint .`), or add the JSON's folder: `dsconfig lint
+    accelerate deepspeed`, or `--allow-read deepspeed`. A name under /proc, /sys or /dev is never a config.""",
+)
+
 UNUSED_SUPPRESSION = Rule(
     "DS900", "unused-suppression", WARNING,
     summary="A suppression in the dsconfig configuration matched nothing",
@@ -264,5 +336,5 @@ UNUSED_SUPPRESSION = Rule(
 
 RULES = (
     PARSE_ERROR, DUPLICATE_KEY, HJSON_SYNTAX, HJSON_VALUE_TRAP, NOT_AN_OBJECT, NOT_A_CONFIG,
-    NON_INTEGER_BATCH_SIZE, FILE_TOO_LARGE, UNUSED_SUPPRESSION,
+    NON_INTEGER_BATCH_SIZE, FILE_TOO_LARGE, UNREADABLE_FILE, REFERENCE_NOT_FOLLOWED, UNUSED_SUPPRESSION,
 )

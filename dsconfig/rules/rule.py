@@ -23,6 +23,7 @@ Writing a rule:
 from __future__ import annotations
 
 import json
+import os
 from typing import NamedTuple
 
 from ..phases import PHASES, SILENT
@@ -85,6 +86,7 @@ class Example(NamedTuple):
     # lint options: target (a name), world_sizes, gpus, nodes, training_args (a dict), dataset_size, max_bytes
     options: dict
     note: str = ""
+    links: tuple[tuple[str, str], ...] = ()  # (relative path, where that symbolic link points)
 
     def command(self) -> str:
         """The command line that reproduces the example (training_args are shown as training_args.json)."""
@@ -105,6 +107,18 @@ class Example(NamedTuple):
         if options.get("max_bytes"):
             words += ["--max-file-size", str(options["max_bytes"])]
         return " ".join(words)
+
+    def build(self, folder: str) -> None:
+        """Write the example's files, and make its symbolic links, under `folder`."""
+        for name, text in self.shown_files():
+            path = os.path.join(folder, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        for name, target in self.links:
+            path = os.path.join(folder, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(target, path)
 
     def shown_files(self) -> list[tuple[str, str]]:
         """Every file the command needs, the training arguments included."""
@@ -135,9 +149,9 @@ def acc(text: str, ds_config: str | None = None, *, note: str = "", **options) -
     return Example(files, (ACCELERATE_CONFIG,), options, note)
 
 
-def folder(*files: tuple[str, str], lint: tuple[str, ...], note: str = "", **options) -> Example:
-    """Several files, and which of them `dsconfig lint` is given."""
-    return Example(tuple((name, _text(text)) for name, text in files), lint, options, note)
+def folder(*files: tuple[str, str], lint: tuple[str, ...], note: str = "", links: tuple = (), **options) -> Example:
+    """Several files (and symbolic links), and which of them `dsconfig lint` is given."""
+    return Example(tuple((name, _text(text)) for name, text in files), lint, options, note, tuple(links))
 
 
 def _prose(text: str) -> str:

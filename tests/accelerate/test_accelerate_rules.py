@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsconfig.boundary import Boundary
 from dsconfig.phases import INITIALIZE, LAUNCH, LOAD
 from tests import helpers
 
@@ -330,7 +331,10 @@ def test_path_resolution_prefers_the_working_directory(tmp_path, monkeypatch):
     (launch_dir / "ds_config.json").write_text(json.dumps({"zero_optimization": {"stage": 3}, "bf16": {"enabled": True},
                                                            "train_micro_batch_size_per_gpu": 1}))
     monkeypatch.chdir(launch_dir)
-    findings = helpers.lint(yaml_path)
+    # the launch directory's file is outside what was linted: not opened until the user allows it
+    refused = only([f for f in helpers.lint(yaml_path) if f.file == str(yaml_path)], "DS009")[0]
+    assert str(launch_dir / "ds_config.json") in refused.message and "--allow-read" in refused.message
+    findings = helpers.lint(yaml_path, boundary=Boundary.of([yaml_path, launch_dir]))
     assert {f.file for f in findings} - {str(yaml_path)} == {"ds_config.json"}
     monkeypatch.chdir(tmp_path)
     relative = helpers.lint(yaml_path, world_sizes=(8,))
@@ -506,7 +510,7 @@ def test_json_lint_never_imports_yaml(tmp_path):
     (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 3}}')
     (tmp_path / "accelerate.json").write_text('{"distributed_type": "MULTI_GPU", "num_processes": 2}')
     probe = ("import sys\nfrom dsconfig import engine\n"
-             f"engine.lint_files(engine.collect([{str(tmp_path)!r}]), engine.Options())\n"
+             f"engine.lint_files(engine.collect([{str(tmp_path)!r}]).files, engine.Options())\n"
              "print('yaml' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert result.stdout.strip() == "False", result.stderr
