@@ -137,12 +137,16 @@ def unknown_top_level(config: dict, config_class: str) -> list[Finding]:
     if len(listed) > 10:  # Accelerate lists them all; repeated in every finding, that grows with the square
         listed = f"[{', '.join(repr(key) for key in listed[:10])}, ... {len(listed) - 10} more]"
     findings = []
-    for key in unknown:
+    for index, key in enumerate(unknown):
         message = (f"unknown key `{key}`: Accelerate refuses to load the file (\"had unknown keys ({listed})\")")
-        hint = _top_level_hint(key, known, other, config_class)
+        # past a hundred unknown keys the file is no typo'd config: no did-you-mean (0.4 s for 9,000 keys)
+        hint = _top_level_hint(key, known, other, config_class) if index < _HINTED else ""
         findings.append(Finding(UNKNOWN_TOP_LEVEL_KEY, message + (f"; {hint}" if hint else ""), pointer_join("", key),
                                 fails_in=LOAD, on_key=True))
     return findings
+
+
+_HINTED = 100
 
 
 def _top_level_hint(key, known: dict, other: dict, config_class: str) -> str:
