@@ -77,6 +77,7 @@ def _class(body: str, start: int, notes: list[str]) -> tuple[tuple, int]:
     ranges: list[tuple[str, str]] = []
     previous = None  # the character a `-` makes a range from
     first = True  # a `]` right after `[` or `[!` is literal
+    close = -1  # the next `]`, where a `[:` looks for its `:]` (found once, not at every `[:`)
     while True:
         if i >= n:
             raise unclosed
@@ -101,7 +102,9 @@ def _class(body: str, start: int, notes: list[str]) -> tuple[tuple, int]:
                              f"(write {body[i]}-{previous})")
             previous = None
         elif c == "[" and body.startswith(":", i + 1):
-            end = body.find("]", i + 2)
+            if close < i + 2:
+                close = body.find("]", i + 2)
+            end = close
             if end < 0:
                 raise unclosed
             if end - i < 3 or body[end - 1] != ":":  # no `:]`: a literal `[`
@@ -137,7 +140,12 @@ def _elements(body: str, anchored: bool, notes: list[str]) -> list:
             after = body[end:end + 1]
             crosses = (anchored and end - i > 1 and (i in (0, prefix) or body[i - 1] == "/")
                        and (end == n or after == "/" or body.startswith("\\/", end)))
-            elements.extend(((ZERO_FOLDERS, GLOBSTAR) if after == "/" else (GLOBSTAR,)) if crosses else (STAR,))
+            if not crosses:
+                elements.append(STAR)
+            elif after == "/":
+                elements += [ZERO_FOLDERS, GLOBSTAR]
+            else:
+                elements.append(GLOBSTAR)
             i = end
         elif c == "?":
             elements.append(_ANY)
@@ -168,7 +176,7 @@ def _literal_tail(elements: list) -> str:
     size = 0
     for i in range(len(elements) - 1, -1, -1):
         element = elements[i]
-        if len(element) != 1 or not isinstance(element, str) or (i >= 2 and elements[i - 2] == ZERO_FOLDERS):
+        if not (isinstance(element, str) and len(element) == 1) or (i >= 2 and elements[i - 2] == ZERO_FOLDERS):
             break
         size += 1
     return "".join(elements[len(elements) - size:])
