@@ -12,8 +12,8 @@ tests/test_pathmatch.py:
   (the last matching pattern wins); `#` starts a comment; `\\` makes the next character literal.
 
 Matching takes time linear in the pattern's length times the path's, whatever the pattern: the
-pattern is an automaton with one state per element, run over the path one character at a time (a
-regex translation backtracks: `*a*a*a*a*a*a*b` took 30 s against a 60-character name).
+pattern is an automaton with one state per element, run over the path one character at a time (the
+regex translation it replaces backtracked: 8 x `*a` then `*b` took 29 s against a 60-character name).
 
 git accepts every line of a .gitignore: an unclosed `[`, an unknown `[:class:]` or a trailing `\\`
 make the pattern match nothing, and a reversed range such as `z-a` adds only its first character.

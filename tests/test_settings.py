@@ -121,12 +121,12 @@ def test_no_tomllib_import_without_a_config_file(tmp_path):
     ('[[suppress]]\nfiles = "x"\nrules = ["DS201"]\nreason = "r"\npointr = "/a"', "did you mean `pointer`?"),
     ("x = [", "invalid TOML"),
     # a pattern git would not match as written: where it is, and why
-    ('exclude = ["legacy/", "[z-a]*.json"]', '.dsconfig.toml:1:23: `exclude`: "[z-a]*.json": the range z-a is '
-                                             'reversed, so git reads it as z alone (write a-z)'),
-    ('exclude = [\n  "legacy/",\n  \'[[:word:]]\',\n]', '.dsconfig.toml:3:3: `exclude`: "[[:word:]]": `[:word:]` is '
-                                                      'not a character class'),
-    ('[per-file-ignores]\n"conf[igs/*.json" = ["DS201"]', '.dsconfig.toml:2:1: `per-file-ignores`: "conf[igs/*.json": '
-                                                         'the `[` at character 5 is never closed'),
+    ('exclude = ["legacy/", "[z-a]*.json"]',
+     '.dsconfig.toml:1:23: `exclude`: "[z-a]*.json": the range z-a is reversed, so git reads it as z alone'),
+    ('exclude = [\n  "legacy/",\n  \'[[:word:]]\',\n]',
+     '.dsconfig.toml:3:3: `exclude`: "[[:word:]]": `[:word:]` is not a character class'),
+    ('[per-file-ignores]\n"conf[igs/*.json" = ["DS201"]',
+     '.dsconfig.toml:2:1: `per-file-ignores`: "conf[igs/*.json": the `[` at character 5 is never closed'),
     ('[[suppress]]\nfiles = "configs\\\\"\nrules = ["DS201"]\nreason = "r"',
      '.dsconfig.toml:1:1: suppress entry 1: `files`: "configs\\\\": it ends with a lone `\\`'),
     ('exclude = ["# generated"]', '`exclude`: "# generated": it is empty or a comment in gitignore syntax'),
