@@ -17,8 +17,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 from hostile_cases import CASES, Spec  # noqa: E402
+
+# the children run in scratch folders: make them run this checkout's dsconfig, not an installed one
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH"))))
 
 TIME_BUDGET_S = 2.0
 MEMORY_BUDGET_MB = 500

@@ -217,8 +217,21 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
         if fail_on not in SEVERITY_NAMES:
             raise ConfigError(f"{where}: `fail-on` must be error, warning or info, not {fail_on!r}")
         settings.fail_on = fail_on
+
+    def glob(pattern: str, label: str, position: tuple[int, int]) -> None:
+        """A pattern git would not match as written is a usage error, not a glob that silently matches nothing."""
+        from .pathmatch import problem
+        why = problem(pattern)
+        if why:
+            import json
+            table_name = " [tool.dsconfig]" if prefix else ""
+            raise ConfigError(f"{settings.display_path}:{position[0]}:{position[1]}:{table_name} {label}: "
+                              f"{json.dumps(pattern, ensure_ascii=False)}: {why}")
+
     if "exclude" in table:
         settings.exclude = strings("exclude", table["exclude"])
+        for pattern in settings.exclude:
+            glob(pattern, "`exclude`", _item_line(settings.text, prefix.rstrip("."), "exclude", pattern))
     if "allow-read" in table:
         settings.allow_read = tuple(os.path.join(settings.root, path) for path in strings("allow-read", table["allow-read"]))
 
@@ -229,6 +242,7 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
         for pattern, value in pfi.items():
             items = selectors("per-file-ignores", value, f"per-file-ignores.{_toml_key(pattern)}")
             line, column = _key_line(settings.text, prefix + "per-file-ignores", pattern)
+            glob(pattern, "`per-file-ignores`", (line, column))
             settings.per_file_ignores.append(PerFileIgnore(pattern, items, line, column))
 
     if "suppress" in table:
@@ -258,6 +272,7 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
             if not isinstance(reason, str) or not reason.strip():
                 raise ConfigError(f"{where}: {context}: `reason` is required: say why the finding does not apply")
             line, column = lines[number - 1]
+            glob(files, f"{context}: `files`", (line, column))
             settings.suppress.append(Suppression(files, pointer, rules, reason.strip(), line, column))
 
 
@@ -282,6 +297,21 @@ def _entry_lines(text: str, table: str, count: int) -> list[tuple[int, int]]:
         return found
     fallback = _key_line(text, table.rsplit(".", 1)[0] if "." in table else "", table.rsplit(".", 1)[-1])
     return [fallback] * count
+
+
+def _item_line(text: str, table: str, key: str, item: str) -> tuple[int, int]:
+    """(line, column) of the string `item` in the array `key = [...]` of `table`; else of the key."""
+    line, column = _key_line(text, table, key)
+    spellings = ('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"', "'" + item + "'")
+    lines = text.splitlines()
+    for number in range(line, len(lines) + 1):
+        if number > line and _HEADER.match(lines[number - 1]):
+            break
+        after = column - 1 if number == line else 0
+        found = [at for spelling in spellings if (at := lines[number - 1].find(spelling, after)) >= 0]
+        if found:
+            return number, min(found) + 1
+    return line, column
 
 
 def _toml_key(key: str) -> str:

@@ -28,6 +28,8 @@ LOCAL_CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 CORPUS = SHARED_CORPUS  # the name the tests used for ../shared/corpus
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# the tests that run `python -m dsconfig` in a scratch folder must run this checkout, not an installed one
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
 
 
 def shared_corpus_available() -> bool:

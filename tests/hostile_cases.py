@@ -258,6 +258,31 @@ def _stdin_too_large(folder: str) -> Spec:
     return Spec(_lint("-", "--stdin-filename", "ds_config.json"), stdin="input.bin")
 
 
+# A glob that backtracks exponentially as a regex (8 x `*a` then `*b` against a 60-character name of a's),
+# and a reversed range, which Python's re rejects and git reads as its first character.
+SLOW_GLOB = "*a" * 8 + "*b"
+LONG_NAME = "a" * 55 + ".json"
+
+
+def _glob_from(source: str, pattern: str):
+    """LONG_NAME, linted as part of its folder, with `pattern` given by `source`: `--exclude`, a
+    .gitignore in the folder, `exclude` in .dsconfig.toml or `per-file-ignores` in pyproject.toml."""
+    def make(folder: str) -> Spec:
+        _write(folder, LONG_NAME, CONFIG)
+        os.mkdir(os.path.join(folder, ".git"))  # the repository root: no configuration is looked for above
+        quoted = pattern.replace("\\", "\\\\").replace('"', '\\"')
+        if source == "--exclude":
+            return Spec(_lint(".", "--exclude", pattern))
+        if source == ".gitignore":
+            _write(folder, ".gitignore", f"{pattern}\n".encode())
+        elif source == ".dsconfig.toml":
+            _write(folder, ".dsconfig.toml", f'exclude = ["{quoted}"]\n'.encode())
+        else:
+            _write(folder, "pyproject.toml", f'[tool.dsconfig.per-file-ignores]\n"{quoted}" = ["DS509"]\n'.encode())
+        return Spec(_lint("."))
+    return make
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -312,6 +337,18 @@ CASES = [
          "FIFO", "configs/accelerate_config.yaml:5:"),
     Case("walk-bad-entries", _walk_entries, 1, "DS008", "configs/"),
     Case("null-root", _file("ds_config.json", b"null\n"), 1, "DS004", "ds_config.json:1:1"),
+    Case("glob-slow-exclude", _glob_from("--exclude", SLOW_GLOB), 0, "DS509", f"./{LONG_NAME}:1:1"),
+    Case("glob-slow-gitignore", _glob_from(".gitignore", SLOW_GLOB), 0, "DS509", f"./{LONG_NAME}:1:1"),
+    Case("glob-slow-config-exclude", _glob_from(".dsconfig.toml", SLOW_GLOB), 0, "DS509", f"./{LONG_NAME}:1:1"),
+    Case("glob-slow-per-file-ignores", _glob_from("pyproject.toml", SLOW_GLOB), 0, "DS509", f"./{LONG_NAME}:1:1"),
+    # ending in a class, so no comparison of the literal end decides it before the automaton runs
+    Case("glob-slow-class-exclude", _glob_from("--exclude", SLOW_GLOB[:-1] + "[b]"), 0, "DS509", f"./{LONG_NAME}:1:1"),
+    Case("glob-reversed-exclude", _glob_from("--exclude", "[z-a]*"), 2, '--exclude "[z-a]*": the range z-a'),
+    Case("glob-reversed-gitignore", _glob_from(".gitignore", "[z-a]*"), 0, "DS509", f"./{LONG_NAME}:1:1"),
+    Case("glob-reversed-config-exclude", _glob_from(".dsconfig.toml", "[z-a]*"), 2,
+         '.dsconfig.toml:1:12: `exclude`: "[z-a]*": the range z-a'),
+    Case("glob-reversed-per-file-ignores", _glob_from("pyproject.toml", "[z-a]*"), 2,
+         'pyproject.toml:2:1: [tool.dsconfig] `per-file-ignores`: "[z-a]*": the range z-a'),
 ]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -118,6 +120,16 @@ def test_no_tomllib_import_without_a_config_file(tmp_path):
     ('[[suppress]]\nfiles = "x"\npointer = "zero"\nrules = ["DS201"]\nreason = "r"', "must be a JSON pointer"),
     ('[[suppress]]\nfiles = "x"\nrules = ["DS201"]\nreason = "r"\npointr = "/a"', "did you mean `pointer`?"),
     ("x = [", "invalid TOML"),
+    # a pattern git would not match as written: where it is, and why
+    ('exclude = ["legacy/", "[z-a]*.json"]',
+     '.dsconfig.toml:1:23: `exclude`: "[z-a]*.json": the range z-a is reversed, so git reads it as z alone'),
+    ('exclude = [\n  "legacy/",\n  \'[[:word:]]\',\n]',
+     '.dsconfig.toml:3:3: `exclude`: "[[:word:]]": `[:word:]` is not a character class'),
+    ('[per-file-ignores]\n"conf[igs/*.json" = ["DS201"]',
+     '.dsconfig.toml:2:1: `per-file-ignores`: "conf[igs/*.json": the `[` at character 5 is never closed'),
+    ('[[suppress]]\nfiles = "configs\\\\"\nrules = ["DS201"]\nreason = "r"',
+     '.dsconfig.toml:1:1: suppress entry 1: `files`: "configs\\\\": it ends with a lone `\\`'),
+    ('exclude = ["# generated"]', '`exclude`: "# generated": it is empty or a comment in gitignore syntax'),
 ])
 def test_bad_configuration_is_a_one_line_usage_error(project, body, message):
     (project / ".dsconfig.toml").write_text(body + "\n")
@@ -133,6 +145,22 @@ def test_pyproject_errors_name_the_table(project):
     result = lint("configs")
     assert result.exit_code == 2
     assert "pyproject.toml: [tool.dsconfig]: unknown key `ignroe`; did you mean `ignore`?" in result.stderr
+
+
+def test_bad_pyproject_pattern_names_file_line_and_table(project):
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.dsconfig.per-file-ignores]\n'
+                                            '"configs/*.json" = ["DS5"]\n"[z-a]*" = ["DS6"]\n')
+    result = lint("configs")
+    assert result.exit_code == 2
+    assert result.stderr == ('dsconfig: error: pyproject.toml:6:1: [tool.dsconfig] `per-file-ignores`: "[z-a]*": '
+                             'the range z-a is reversed, so git reads it as z alone (write a-z)\n')
+
+
+def test_bad_exclude_option_is_a_one_line_usage_error(project):
+    result = lint("configs", "--exclude", "legacy/", "--exclude", "conf[igs")
+    assert result.exit_code == 2
+    assert result.stderr == ('dsconfig: error: --exclude "conf[igs": the `[` at character 5 is never closed, so git '
+                             'matches nothing with this pattern (write `\\[` for a literal `[`)\n')
 
 
 def test_world_sizes_and_target_from_the_file_cli_overrides(project):
@@ -388,6 +416,25 @@ def test_globs_are_expanded_by_dsconfig(project):
     assert "configs/generated/ds_c.json" in found
     result = lint("nothing/*.json")
     assert result.exit_code == 2 and "no file matches" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_gitignore_patterns_are_read_as_git_reads_them(tmp_path, monkeypatch):
+    """Patterns git accepts but matches oddly (or not at all): dsconfig lints exactly what git does not ignore."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("[z-a]*.json\nconf[igs/\n[[:word:]].json\nx/ab**/c/\n"
+                                         "*a*a*a*a*a*a*a*a*[b].json\nlegacy\\\n\\#*.json\n")
+    for name in ["z1.json", "a.json", "conf[igs/a.json", "w.json", "x/abc/a.json", "x/abq/r/c/a.json", "x/ab/a.json",
+                 "a" * 50 + "b.json", "legacy\\/a.json", "#1.json", "y/z2.json"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(CONFIG)
+    monkeypatch.chdir(tmp_path)
+    from dsconfig import engine
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], capture_output=True, text=True,
+                            check=True).stdout.split("\0")
+    kept = sorted(os.path.relpath(path) for path in engine.collect(["."]).files)
+    assert kept == sorted(name for name in listed if name.endswith(".json"))
+    assert "a.json" in kept and "z1.json" not in kept and "x/abc/a.json" not in kept  # `[z-a]` is `[z]`; ab**/c
 
 
 def test_apply_is_what_the_command_reports(project):

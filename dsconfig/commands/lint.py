@@ -233,7 +233,11 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
     settings = selection.settings
     patterns = None
     if exclude or settings.exclude:
-        from ..pathmatch import PatternSet
+        from ..pathmatch import PatternSet, problem
+        for pattern in exclude:
+            if why := problem(pattern):
+                import json
+                _fail(f"--exclude {json.dumps(pattern, ensure_ascii=False)}: {why}")
         patterns = PatternSet(os.getcwd(), exclude) if exclude else PatternSet(settings.root, settings.exclude)
     fixes = None
     try:
