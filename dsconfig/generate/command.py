@@ -18,6 +18,7 @@ import sys
 
 import click
 
+from .. import escape
 from ..commands.oneline import one_line_errors
 from ..estimate import catalog, inputs, shapes
 from ..estimate.inputs import shape_options
@@ -108,7 +109,8 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
     unicode = _can_print("█▏")
     if to_stdout:
-        click.echo(show.text(result, paths, None, unicode=_can_print("█▏", err=True)), err=True, nl=False)
+        click.echo(escape.lines(show.text(result, paths, None, unicode=_can_print("█▏", err=True))), err=True,
+                   nl=False)
         for file in files:
             if len(files) > 1:
                 click.echo(f"==> {file.name} <==")
@@ -119,7 +121,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
         written = write_all(output_dir, files, force=force)
     except WriteError as error:
         raise InputError(str(error)) from None
-    click.echo(show.text(result, paths, written, unicode=unicode), nl=False)
+    click.echo(escape.lines(show.text(result, paths, written, unicode=unicode)), nl=False)  # paths: --output-dir
 
 
 # -- inputs -------------------------------------------------------------------------------------------
