@@ -20,10 +20,11 @@ from __future__ import annotations
 import os
 import re
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# Patterns, compiled on first use (re caches them): a command starts in well under 100 ms, and most
+# text holds none of these (str.isprintable is False for every one of them, so it is the fast path).
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
+_COMMAND = r"(?i)##(?=\[|vso\[)"
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_COMMAND = re.compile(r"##(?=\[|vso\[)", re.IGNORECASE)
 
 
 def _python_escape(match: re.Match) -> str:
@@ -36,13 +37,18 @@ def _python_escape(match: re.Match) -> str:
 
 def characters(text: str, keep_tabs: bool = False) -> str:
     """`text` with the characters above escaped (tabs kept with `keep_tabs`, for source lines)."""
-    return (_UNSAFE_BUT_TAB if keep_tabs else _UNSAFE).sub(_python_escape, text)
+    if text.isprintable():
+        return text
+    if keep_tabs and "\t" in text:
+        return "\t".join(characters(part) for part in text.split("\t"))
+    return re.sub(_UNSAFE, _python_escape, text)
 
 
 def inline(text: str, keep_tabs: bool = False) -> str:
     """Text inside a line of a terminal or CI log (a message, a source line after its gutter):
     `characters`, and no `##[` or `##vso[`."""
-    return _COMMAND.sub("#\\\\x23", characters(text, keep_tabs))
+    text = characters(text, keep_tabs)
+    return re.sub(_COMMAND, "#\\\\x23", text) if "##" in text else text
 
 
 def line(text: str) -> str:
@@ -68,16 +74,16 @@ def path(name: str) -> str:
     return inline(name)
 
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]|##(?=\\[|vso\\[)",
-                          re.IGNORECASE)
+def _json_escape(match: re.Match) -> str:
+    char = match.group()
+    return char if char < " " else f"\\u{ord(char):04x}"  # json.dumps escaped C0 (what is left is its layout)
 
 
 def json_text(dumped: str) -> str:
     """The output of json.dumps(..., ensure_ascii=False), with what `characters` escapes (json.dumps
     already escapes C0) and CI commands written as `\\uXXXX`: JSON that parses to the same value and
     encodes to valid UTF-8. Those characters can only be inside strings, so an escape is always legal."""
-    return _JSON_UNSAFE.sub(lambda m: "#\\u0023" if m.group().startswith("#") else f"\\u{ord(m.group()):04x}",
-                            dumped)
+    return re.sub(_COMMAND, "#\\\\u0023", re.sub(_UNSAFE, _json_escape, dumped))
 
 
 def workflow_data(text: str) -> str:
