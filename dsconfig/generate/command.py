@@ -84,6 +84,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     """
     from . import planner, render, show
 
+    _check_text(("--output-dir", output_dir), ("--script", script), ("--nvme-path", nvme_path))
     memory, name, bf16 = _hardware(gpu_name, gpu_mem)
     model, default_model = _model(model_name, params, {"layers": layers, "hidden": hidden, "heads": heads,
                                                        "kv_heads": kv_heads, "intermediate": intermediate,
@@ -125,6 +126,16 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
 
 # -- inputs -------------------------------------------------------------------------------------------
+
+def _check_text(*options) -> None:
+    """The generated files and commands name these paths in UTF-8 text: a name whose bytes are not
+    UTF-8 (Python gives b"\\xff" as "\\udcff") cannot be written there."""
+    for option, value in options:
+        try:
+            (value or "").encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"{option} {value!r} is not UTF-8 text, which the generated files are") from None
+
 
 def _hardware(gpu_name: str | None, gpu_mem: str | None) -> tuple[int, str | None, bool | None]:
     """(bytes per GPU, GPU name, bf16 support) from --gpu and --gpu-mem (which may name a GPU)."""
