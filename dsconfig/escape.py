@@ -8,7 +8,8 @@ steer a CI log, and every byte written is valid UTF-8.
 * `inline`, `line`, `lines`, `path`: the human formats, error lines and summaries. On top of `characters`,
   nothing they print can be a CI command: GitHub's runner runs any line that starts with `::` after
   leading white space, and any line holding `##[` (its legacy syntax; actions/runner,
-  src/Runner.Common/ActionCommand.cs, TryParseV2 and TryParse), Azure Pipelines any line holding `##vso[`.
+  src/Runner.Common/ActionCommand.cs, TryParseV2 and TryParse); the Azure Pipelines agent any line
+  holding `##vso[` (microsoft/azure-pipelines-agent, Command.cs, TryParse).
 * `json_text`: JSON and SARIF; the same characters as `\\uXXXX` escapes, which parse back to the
   very same string.
 * `workflow_data`, `workflow_property`: GitHub workflow commands, escaped as @actions/core does
