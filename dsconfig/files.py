@@ -141,13 +141,28 @@ def not_replaceable(path: str) -> str | None:
 
 
 def is_stream(path: str) -> bool:
-    """A character device or a FIFO, links followed (/dev/null, /dev/stdout, a named pipe): written
-    into, as the shell's `>` does, never replaced by a file."""
+    """What is written into, as the shell's `>` does, never replaced by a file: a FIFO (a named pipe,
+    `>(...)`), a character device named as such (/dev/null, /dev/tty), or the one this process already
+    writes to under another name (/dev/stderr). A link to any other device (a checked-out
+    `report.sarif -> /dev/mem`) is not followed."""
     try:
-        mode = os.stat(path).st_mode
+        status = os.stat(path)
     except OSError:
         return False
-    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+    if stat.S_ISFIFO(status.st_mode):
+        return True
+    if not stat.S_ISCHR(status.st_mode):
+        return False
+    if os.path.realpath(path) == os.path.abspath(path):
+        return True
+    return any(_same_file(status, fd) for fd in (1, 2))
+
+
+def _same_file(status: os.stat_result, fd: int) -> bool:
+    try:
+        return os.path.samestat(status, os.fstat(fd))
+    except OSError:
+        return False
 
 
 def write_into(path: str, text: str) -> None:

@@ -170,3 +170,15 @@ def test_dev_stdout_is_standard_output_even_when_that_is_a_file(tmp_path):
                                 check=False)
     assert result.returncode == 1 and result.stderr == b""
     assert json.loads(captured.read_text())[0]["file"] == "ds_config.json"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null") or not stat.S_ISCHR(os.stat("/dev/null").st_mode),
+                    reason="needs /dev/null")
+def test_a_link_to_a_device_is_not_followed(tmp_path):
+    """A link checked out with the repository (`report.sarif -> /dev/mem`) is never written through;
+    /dev/null stands in for the device here."""
+    (tmp_path / "ds_config.json").write_text(CONFIG)
+    (tmp_path / "report.sarif").symlink_to("/dev/null")
+    result = _lint(str(tmp_path / "ds_config.json"), "-o", str(tmp_path / "report.sarif"), "--force")
+    assert result.exit_code == 2
+    assert result.stderr == f"dsconfig: error: {tmp_path / 'report.sarif'}: a symbolic link; not written through\n"
