@@ -17,12 +17,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from hostile_cases import CASES, Spec  # noqa: E402
-
-# the children run in scratch folders: make them run this checkout's dsconfig, not an installed one
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH"))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from hostile_cases import CASES, Spec, environment  # noqa: E402
 
 TIME_BUDGET_S = 2.0
 MEMORY_BUDGET_MB = 500
@@ -30,7 +26,7 @@ MEMORY_BUDGET_MB = 500
 
 def run(argv: list[str], cwd: str, stdin: str | None = None, shell: str | None = None):
     """(exit code, seconds, peak RSS in MB, stdout, stderr) of one child process."""
-    env = dict(os.environ)
+    env = environment()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     out_path, err_path = os.path.join(cwd, ".out"), os.path.join(cwd, ".err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:

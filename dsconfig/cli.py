@@ -1,10 +1,13 @@
 """The `dsconfig` command group. Each subcommand lives in its own module and is imported
 only when it runs, so `dsconfig --help` and `dsconfig lint` pay for nothing else.
 
-Exit codes: 0 no error found, 1 at least one error finding, 2 usage or internal error.
+Exit codes: 0 no error found, 1 at least one error finding, 2 usage or internal error (`run`).
 """
 
 from __future__ import annotations
+
+import io
+import sys
 
 import click
 
@@ -40,7 +43,33 @@ def cli():
 
 
 def main():
-    cli(prog_name="dsconfig")
+    run(cli, "dsconfig")
+
+
+def run(command: click.Command, prog_name: str) -> None:
+    """Run `command` as a program. Click's own errors are printed escaped (they may quote a path),
+    and an exception that escapes a command is one line, `dsconfig: internal error: ...`, with exit
+    status 2: never a traceback, and never 1, which CI reads as "findings"."""
+    from . import escape
+
+    try:
+        result = command.main(prog_name=prog_name, standalone_mode=False)
+    except click.ClickException as error:
+        shown = io.StringIO()
+        error.show(file=shown)
+        click.echo(escape.lines(shown.getvalue()), err=True, nl=False)
+        sys.exit(error.exit_code)
+    except click.Abort:  # Ctrl-C, as click reports it
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except Exception as error:  # noqa: BLE001 - any bug: one line, and a report asked for
+        try:
+            click.echo(escape.line(f"dsconfig: internal error: {type(error).__name__}: {error} "
+                                   "(please report this)"), err=True)
+        except OSError:  # stderr is gone too: the exit status still says it
+            pass
+        sys.exit(2)
+    sys.exit(result if isinstance(result, int) else 0)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 
 MAX_BYTES = 256 << 10
 
@@ -120,19 +121,75 @@ def parse_file_size(text: str) -> int:
     return size
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_replaceable(path: str) -> str | None:
+    """Why a new regular file may not take the place of `path` (it is a symbolic link, a folder, a
+    device, a FIFO, a socket), or None: it is a regular file, or nothing."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):  # replacing it would cut the link, following it could write anywhere
+        return "a symbolic link; not written through"
+    for test, kind in _KINDS:
+        if test(mode):
+            return f"{kind}, not a regular file; not replaced"
+    return None
+
+
+def is_stream(path: str) -> bool:
+    """What is written into, as the shell's `>` does, never replaced by a file: a FIFO (a named pipe,
+    `>(...)`), a character device named as such (/dev/null, /dev/tty), or the one this process already
+    writes to under another name (/dev/stderr). A link to any other device (a checked-out
+    `report.sarif -> /dev/mem`) is not followed."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    if stat.S_ISFIFO(status.st_mode):
+        return True
+    if not stat.S_ISCHR(status.st_mode):
+        return False
+    if os.path.realpath(path) == os.path.abspath(path):
+        return True
+    return any(_same_file(status, fd) for fd in (1, 2))
+
+
+def _same_file(status: os.stat_result, fd: int) -> bool:
+    try:
+        return os.path.samestat(status, os.fstat(fd))
+    except OSError:
+        return False
+
+
+def write_into(path: str, text: str) -> None:
+    """Write `text` in UTF-8 into the character device or FIFO `path`: opened without creating or
+    truncating anything, and refused (OSError) if it turns out to be something else."""
+    handle = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    with os.fdopen(handle, "wb") as stream:
+        mode = os.fstat(stream.fileno()).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+            raise OSError(errno.EPERM, "not a device or FIFO; not written into", path)
+        stream.write(text.encode("utf-8"))
+
+
 def write_atomic(path: str, text: str, mode: int | None = None) -> None:
     """Replace (or create) `path` with `text` in UTF-8, all or nothing.
 
     The bytes go to a temporary file in the same folder, are flushed to disk, get `mode` (default:
     the existing file's mode, or 0o666 less the umask for a new file) and are renamed over `path`,
-    so a reader sees the old file or the new one, never half of one. A symbolic link is refused:
-    replacing it would cut the link, following it could write anywhere. Raises OSError.
+    so a reader sees the old file or the new one, never half of one. Only a regular file is
+    replaced: a symbolic link, a folder, a device (`/dev/null`), a FIFO or a socket is refused
+    (`not_replaceable`). Raises OSError.
     """
-    import stat
     import tempfile
 
-    if os.path.islink(path):
-        raise OSError(errno.EPERM, "a symbolic link; not written through", path)
+    why = not_replaceable(path)
+    if why is not None:
+        raise OSError(errno.EPERM, why, path)
     if mode is None:
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)

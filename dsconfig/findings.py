@@ -6,6 +6,7 @@ engine turns it into file, line and column, so the same check works on JSON and 
 
 from __future__ import annotations
 
+from .escape import characters
 from .phases import PHASES
 from .rules.rule import Rule
 
@@ -76,12 +77,7 @@ class Finding:
         return f"<{self.code} {self.pointer or '/'}{where} {self.fails_in or '-'}: {self.message}>"
 
 
-# Control characters (a key holding a newline, a tab, an escape sequence) and the Unicode line and
-# paragraph separators, written as escapes so that a finding stays one line in every format.
-_CONTROL = {c: f"\\x{c:02x}" for c in range(0x20)} | {0x7f: "\\x7f", 0x85: "\\x85", 0x2028: "\\u2028",
-                                                  0x2029: "\\u2029"}
-_CONTROL.update({0x09: "\\t", 0x0a: "\\n", 0x0d: "\\r"})
-
-
 def one_line(text: str) -> str:
-    return text.translate(_CONTROL) if not text.isprintable() else text
+    """A message stays one line in every format, and shows what it quotes (a key holding a newline,
+    an escape sequence, a bidi override, a lone surrogate) as escapes."""
+    return characters(text)

@@ -558,8 +558,11 @@ def _offset_map(raw: str) -> list[int] | None:
 
 def unified_diff(result: FileResult) -> str:
     import difflib
+
+    from .escape import inline
+    name = inline(result.path)  # a header is one line, in UTF-8, whatever the file's name holds
     lines = difflib.unified_diff(result.original.splitlines(keepends=True), result.text.splitlines(keepends=True),
-                                 fromfile=result.path, tofile=result.path)
+                                 fromfile=name, tofile=name)
     out = []
     for line in lines:
         if not line.endswith(("\n", "\r")):

@@ -3,23 +3,30 @@ bench/fuzz.py (a long run) share it.
 
 A run of the pipeline "crashes" when it raises: the CLI would print "internal error" and exit 2.
 Every input must instead come out as findings with a known rule, a line and a column, render in
-every output format, and survive `--fix` (whose result must lint again without raising).
+every output format as the CLI writes it (valid UTF-8, nothing a terminal or a CI runner acts on),
+and survive `--fix` (whose result must lint again without raising).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 
 from dsconfig import engine, fix, jsonscan, report
 from dsconfig import targets as target_values
+from dsconfig.report import statistics
 from dsconfig.rules import RULES
 from dsconfig.yamldoc import YamlDocument
 
 # Inputs live under a folder that does not exist, so nothing on disk is read by accident
 # (an Accelerate YAML naming a deepspeed_config_file then gets its "missing file" finding).
 FOLDER = os.path.join(os.sep, "nonexistent-dsconfig-fuzz")
-NAMES = ("ds_config.json", "accelerate_config.yaml", "train.json", "notes.yaml", "zero3.json")
+# The last name holds what a file name can hold on Linux and must never reach a terminal or CI log raw:
+# a newline and a forged workflow command, an escape sequence, a bidi override, an undecodable byte.
+NAMES = ("ds_config.json", "accelerate_config.yaml", "train.json", "notes.yaml", "zero3.json",
+         "x\n::error::\x1b[31m\u202e\udcffds_config.json")
 TARGETS = (None, "deepspeed", "hf-trainer", "accelerate", "lightning")
 
 
@@ -74,6 +81,28 @@ def mutate(data: bytes, rng: random.Random, steps: int) -> bytes:
 
 # -- the properties -----------------------------------------------------------------------------------
 
+# What may never be written raw to a terminal or a CI log: C0 controls but the newline (and the tab of
+# a source line in `full`), DEL, C1 controls, bidi overrides and isolates, line separators.
+_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def check_rendered(name: str, text: str) -> None:
+    """The output of a format is what the CLI writes: valid UTF-8 (a lone surrogate is an error
+    here, as on a UTF-8 stdout), JSON that parses, and no line a terminal or a CI runner would act on."""
+    text.encode("utf-8")  # strict, as sys.stdout and -o encode
+    if name in ("json", "sarif"):
+        json.loads(text)
+    for line in text.split("\n"):
+        shown = line
+        if name == "github":  # the file property stays the real name (escaped as GitHub unescapes it)
+            assert not line or line.startswith(("::error ", "::warning ", "::notice ")), line
+            shown = line.split("::", 2)[-1]
+        elif name == "full":  # a source line keeps its tabs
+            shown = line.replace("\t", " ")
+        assert not _RAW.search(shown), (name, line)
+        assert "##[" not in shown and "##vso[" not in shown, (name, line)
+        assert name == "github" or not line.lstrip().startswith("::"), (name, line)
+
 def check_scanners(data: bytes) -> None:
     """jsonscan raises only ScanError; YamlDocument never raises."""
     try:
@@ -103,7 +132,8 @@ def check_lint(name: str, data: bytes, target: str | None = None, world_sizes=No
     context = report.Context(fixes=fix.describe(findings, documents), texts=texts,
                              extents=fix.extents(findings, documents))
     for name_ in report.FORMATS:
-        report.render(name_, findings, context)
+        check_rendered(name_, report.render(name_, findings, context))
+    check_rendered("concise", statistics.render(findings, context) + report.summary(findings, 1, context))
     if with_fix:
         try:
             text = data.decode("utf-8")

@@ -15,6 +15,14 @@ from typing import Callable, NamedTuple
 
 CONFIG = b'{\n  "train_micro_batch_size_per_gpu": 4,\n  "gradient_accumulation_steps": 2\n}\n'
 DSCONFIG = [sys.executable, "-m", "dsconfig"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def environment() -> dict:
+    """The environment a case runs in: `python -m dsconfig` in the case's folder imports this
+    checkout's dsconfig, not whichever one is installed."""
+    paths = [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 class Spec(NamedTuple):
@@ -281,6 +289,38 @@ def _glob_from(source: str, pattern: str):
             _write(folder, "pyproject.toml", f'[tool.dsconfig.per-file-ignores]\n"{quoted}" = ["DS509"]\n'.encode())
         return Spec(_lint("."))
     return make
+FORMATS = ("concise", "full", "json", "github", "sarif")
+# Lone surrogates as JSON and YAML escapes, in a key and in a value quoted by the message.
+SURROGATES_JSON = (b'{"train_batch_size": 8, "gradient_clipping": 1.0, "\\ud800": 1, '
+                   b'"communication_data_type": "\\udcff"}\n')
+SURROGATES_YAML = (b'compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_processes: 2\n'
+                   b'"\\ud800": 1\nmixed_precision: "\\udcff"\n')
+# the key "\ud800" as each format shows it: a Python-style escape in text, a JSON escape in the pointer
+SURROGATE_SHOWN = {"concise": "`\\ud800`", "full": "`\\ud800`", "github": "`\\ud800`", "json": '"/\\ud800"',
+                   "sarif": '"/\\ud800"'}
+# A file name that is not UTF-8 (the byte 0xff; Python gives it as "\udcff") and how each format names it.
+UNDECODABLE = "ds\udcff_config.json"
+UNDECODABLE_SHOWN = {"concise": "ds\\udcff_config.json:1:22", "full": "ds\\udcff_config.json:1:22",
+                     "github": "file=ds\\udcff_config.json,", "json": '"file": "ds\\udcff_config.json"',
+                     "sarif": '"uri": "ds%FF_config.json"'}
+# A newline and a forged workflow command, an escape sequence, a carriage return, C1 CSI, a bidi override.
+CONTROL_NAME = "ds_config\n::error file=x::\x1b[31m\r\x9b\u202e.json"
+CONTROL_SHOWN = "ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json:1:22"
+
+
+def _fifo_output(folder: str) -> Spec | None:
+    """-o at a named pipe: written into (a reader gets the findings), the pipe stays a pipe."""
+    if shutil.which("bash") is None or not hasattr(os, "mkfifo"):
+        return None
+    _write(folder, "ds_config.json", b'{"train_batch_size": 7.0}\n')
+    os.mkfifo(os.path.join(folder, "out.fifo"))
+    command = shlex.join(_lint("ds_config.json", "--format", "json", "-o", "out.fifo", "--force"))
+    return Spec([], shell=f"cat out.fifo > got.txt & {command}; status=$?; wait; "
+                          "[ -p out.fifo ] && grep -q DS201 got.txt || exit 99; exit $status")
+
+
+def _missing_control_name(folder: str) -> Spec:
+    return Spec(_lint("nowhere/\x1b]0;title\x07\n::error::x.json"))
 
 
 CASES = [
@@ -349,6 +389,38 @@ CASES = [
          '.dsconfig.toml:1:12: `exclude`: "[z-a]*": the range z-a'),
     Case("glob-reversed-per-file-ignores", _glob_from("pyproject.toml", "[z-a]*"), 2,
          'pyproject.toml:2:1: [tool.dsconfig] `per-file-ignores`: "[z-a]*": the range z-a'),
+    *[Case(f"surrogates-json-{fmt}", _file("ds_config.json", SURROGATES_JSON, "--world-size", "8", "--format", fmt),
+           1, SURROGATE_SHOWN[fmt]) for fmt in FORMATS],
+    *[Case(f"surrogates-yaml-{fmt}", _file("accelerate_config.yaml", SURROGATES_YAML, "--format", fmt), 1,
+           SURROGATE_SHOWN[fmt]) for fmt in FORMATS],
+    *[Case(f"undecodable-name-{fmt}", _file(UNDECODABLE, b'{"train_batch_size": 7.0}\n', "--format", fmt), 1,
+           UNDECODABLE_SHOWN[fmt]) for fmt in FORMATS],
+    Case("undecodable-name-output", _file(UNDECODABLE, b'{"train_batch_size": 7.0}\n', "--format", "sarif", "-o",
+                                          "report.sarif"), 1, ""),
+    Case("control-name", _file(CONTROL_NAME, b'{"train_batch_size": 7.0}\n'), 1, CONTROL_SHOWN, CONTROL_SHOWN),
+    Case("control-name-full", _file(CONTROL_NAME, b'{"train_batch_size": 7.0}\n', "--format", "full"), 1,
+         CONTROL_SHOWN, CONTROL_SHOWN),
+    Case("control-name-github", _file(CONTROL_NAME, b'{"train_batch_size": 7.0}\n', "--format", "github"), 1,
+         "file=ds_config%0A%3A%3Aerror file=x%3A%3A\x1b[31m%0D\x9b\u202e.json,line=1,col=22,"),
+    Case("command-name", _file("::add-mask::ds_config.json", b'{"train_batch_size": 7.0}\n'), 1,
+         "./::add-mask::ds_config.json:1:22", "./::add-mask::ds_config.json:1:22"),
+    Case("command-key", _file("ds_config.json", b'{"train_batch_size": 8, "##[add-mask]secret": 1}\n'), 0,
+         "`#\\x23[add-mask]secret`", "ds_config.json:1:"),
+    Case("control-name-missing", _missing_control_name, 2,
+         "dsconfig: error: nowhere/\\x1b]0;title\\x07\\n::error::x.json: no such file or directory"),
+    Case("estimate-control-name", lambda folder: Spec([*DSCONFIG, "estimate", "--model", "\x1b]0;t\x07::x.json",
+                                                      "--gpus", "2", "--gpu-mem", "80GB"]), 2,
+         "--model: \\x1b]0;t\\x07::x.json"),
+    Case("generate-undecodable-output-dir", lambda folder: Spec([*DSCONFIG, "generate", "--gpus", "2", "--gpu-mem",
+                                                                "80GB", "--output-dir", "g\udcffen"]), 2,
+         "--output-dir 'g\\udcffen' is not UTF-8 text"),
+    Case("output-fifo", _fifo_output, 1, ""),
+    Case("output-dev-null", _file("ds_config.json", b'{"train_batch_size": 7.0}\n', "--format", "json", "-o",
+                                  "/dev/null", "--force"), 1, ""),
+    Case("output-dash", _file("ds_config.json", b'{"train_batch_size": 7.0}\n', "-o", "-"), 1, "DS201",
+         "ds_config.json:1:22"),
+    Case("output-folder", _file("ds_config.json", b'{"train_batch_size": 7.0}\n', "-o", ".", "--force"), 2,
+         ".: a folder, not a regular file; not replaced"),
 ]
 
 

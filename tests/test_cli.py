@@ -7,10 +7,12 @@ import re
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from dsconfig.cli import cli
+from tests.hostile_cases import environment
 
 JSON_KEYS = {"code", "name", "severity", "message", "file", "line", "column", "pointer", "world_size",
              "fails_in", "fix"}
@@ -248,3 +250,45 @@ def test_a_crashing_check_is_an_internal_error_naming_the_file(tmp_path, monkeyp
     assert result.stdout == ""
     assert result.stderr == (f"dsconfig: internal error: {path}: KeyError: 'boom' (please report this with the file "
                              "that caused it)\n")
+
+
+# -- whatever breaks: one line, exit 2 ----------------------------------------------------------------------
+
+
+@click.command()
+def _broken():
+    raise RuntimeError("bad\n::error::forged \x1b[31m\udcff")
+
+
+def test_any_exception_is_one_escaped_line_and_exit_two(capsys, monkeypatch):
+    """An exception a command does not handle (in any subcommand): never a traceback, never exit 1 (which CI
+    reads as "findings"), and its text cannot forge a line of its own."""
+    from dsconfig.cli import run
+
+    monkeypatch.setattr(sys, "argv", ["dsconfig"])
+    with pytest.raises(SystemExit) as exited:
+        run(_broken, "dsconfig")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("dsconfig: internal error: RuntimeError: bad\\n::error::forged \\x1b[31m\\udcff "
+                                       "(please report this)\n")
+
+
+@pytest.mark.parametrize("args, code, shown", [(["--help"], 0, "Usage: dsconfig"), (["-V"], 0, "version"),
+                                               (["lint"], 2, "Missing argument"), (["nosuch"], 2, "No such command")])
+def test_run_keeps_clicks_exit_codes(args, code, shown, capsys, monkeypatch):
+    from dsconfig.cli import run
+
+    monkeypatch.setattr(sys, "argv", ["dsconfig", *args])
+    with pytest.raises(SystemExit) as exited:
+        run(cli, "dsconfig")
+    assert exited.value.code == code
+    assert shown in "".join(capsys.readouterr())
+
+
+def test_usage_errors_quoting_user_text_stay_one_line_each(tmp_path):
+    """click's own messages go through the same escaping: a selector holding a newline is one line."""
+    result = subprocess.run([sys.executable, "-m", "dsconfig", "lint", "--ignore", "x\n::error::forged", "a.json"],
+                            capture_output=True, text=True, cwd=tmp_path, env=environment(), check=False)
+    assert result.returncode == 2
+    assert "unknown rule selector `x\\n::error::forged`" in result.stderr
+    assert not any(line.lstrip().startswith("::") for line in result.stderr.split("\n"))

@@ -13,13 +13,15 @@ import json
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote_to_bytes
 
 import pytest
 from click.testing import CliRunner
 
-from dsconfig import __version__
+from dsconfig import __version__, escape, report
 from dsconfig.cli import cli
-from dsconfig.report import github
+from tests import workflow_commands
+from tests.fuzz_targets import check_rendered
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "formats"
@@ -171,8 +173,8 @@ def test_sarif_paths_outside_the_working_directory_are_absolute_file_uris(tmp_pa
 
 
 def test_github_escaping_is_that_of_actions_core():
-    assert github.escape_data("50% done\r\nnext: a, b") == "50%25 done%0D%0Anext: a, b"
-    assert github.escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+    assert escape.workflow_data("50% done\r\nnext: a, b") == "50%25 done%0D%0Anext: a, b"
+    assert escape.workflow_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
 
 
 def test_github_annotation_levels_and_properties(tmp_path):
@@ -225,6 +227,95 @@ def test_full_reports_config_file_findings_with_their_line(tmp_path):
                                              'reason = "legacy"\n')
     out = lint("ds_config.json", "--format", "full", cwd=tmp_path).stdout
     assert ".dsconfig.toml:1:1: DS900 " in out and "1 | [[suppress]]" in out
+
+
+def test_full_frame_escapes_the_source_and_keeps_the_carets_under_it(tmp_path):
+    # U+202E (a bidi override) and U+0089 (a C1 control) are legal raw in a JSON string
+    (tmp_path / "ds_config.json").write_text('{"\u202e\x89": 1, "train_batch_size": 7.0, "gradient_clipping": 1.0}')
+    out = lint("ds_config.json", "--no-config", "--format", "full", "--world-size", "7", cwd=tmp_path).stdout
+    check_rendered("full", out)
+    block = next(block for block in out.split("\n\n") if " DS201 " in block.splitlines()[0])
+    source = next(line for line in block.splitlines() if line.startswith("1 |"))[len("1 | "):]
+    carets = block.splitlines()[block.splitlines().index("1 | " + source) + 1][len("  | "):]
+    assert source.startswith('{"\\u202e\\x89": 1, ')
+    assert source[carets.index("^"):].startswith("7.0") and carets.strip() == "^~~"
+
+
+# -- what a file name or a config holds, in every format --------------------------------------------------
+
+UNDECODABLE = os.fsdecode(b"ds\xff_config.json")  # the byte 0xff: not UTF-8, given by Python as "\udcff"
+CONTROL = "ds_config\n::error file=x::\x1b[31m\r\x9b\u202e.json"
+SURROGATES = '{"train_batch_size": 8, "gradient_clipping": 1.0, "\\ud800": 1, "communication_data_type": "\\udcff"}'
+
+
+@pytest.mark.parametrize("fmt", report.FORMATS)
+def test_lone_surrogates_in_keys_and_values_in_every_format(tmp_path, fmt):
+    (tmp_path / "ds_config.json").write_text(SURROGATES)
+    result = lint("ds_config.json", "--no-config", "--world-size", "8", "--format", fmt, cwd=tmp_path)
+    assert result.exit_code == 1, result.output  # DS406 (the value), not an internal error
+    check_rendered(fmt, result.stdout)
+    if fmt in ("json", "sarif"):
+        text = json.dumps(json.loads(result.stdout))
+        assert '"/\\ud800"' in text and "\\\\udcff" in text  # the pointer exact, the message showing `\udcff`
+    else:
+        assert "Unknown key `\\ud800`" in result.stdout and "'\\udcff'" in result.stdout
+
+
+def test_a_name_that_is_not_utf8_keeps_its_bytes_in_json_and_sarif(tmp_path):
+    (tmp_path / UNDECODABLE).write_text('{"train_batch_size": 7.0}')
+    items = json.loads(lint(UNDECODABLE, "--no-config", "--format", "json", cwd=tmp_path).stdout)
+    assert {os.fsencode(item["file"]) for item in items} == {b"ds\xff_config.json"}
+    document = json.loads(lint(UNDECODABLE, "--no-config", "--format", "sarif", cwd=tmp_path).stdout)
+    uris = {result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for result in document["runs"][0]["results"]}
+    assert uris == {"ds%FF_config.json"} and unquote_to_bytes(uris.pop()) == b"ds\xff_config.json"
+    assert not list(_validator().iter_errors(document))
+    concise = lint(UNDECODABLE, "--no-config", cwd=tmp_path).stdout
+    assert concise.startswith("ds\\udcff_config.json:1:")
+
+
+@pytest.mark.parametrize("fmt", ["concise", "full"])
+def test_concise_and_full_escape_the_file_name(tmp_path, fmt):
+    (tmp_path / CONTROL).write_text('{"train_batch_size": 7.0}')
+    out = lint(CONTROL, "--no-config", "--format", fmt, cwd=tmp_path).stdout
+    check_rendered(fmt, out)
+    assert out.startswith("ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json:1:1: DS509 ")
+    assert not any(workflow_commands.parse(line) for line in out.split("\n"))
+
+
+def test_a_name_that_would_start_a_workflow_command_is_written_with_dot_slash(tmp_path):
+    (tmp_path / "::add-mask::ds_config.json").write_text('{"train_batch_size": 7.0}')
+    out = lint("::add-mask::ds_config.json", "--no-config", cwd=tmp_path).stdout
+    assert out.startswith("./::add-mask::ds_config.json:1:1: DS509 ")
+    assert not any(workflow_commands.parse(line) for line in out.split("\n"))
+
+
+def test_a_key_holding_a_legacy_workflow_command_is_escaped(tmp_path):
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "##[add-mask]secret": 1}')
+    for fmt in report.FORMATS:
+        out = lint("ds_config.json", "--no-config", "--format", fmt, cwd=tmp_path).stdout
+        assert not [line for line in out.split("\n") if workflow_commands.parse(line) is not None
+                    and workflow_commands.parse(line).name == "add-mask"], fmt
+        if fmt in ("json", "sarif"):  # escaped the JSON way: the text parses back to the key
+            assert "##[add-mask]secret" in json.dumps(json.loads(out), ensure_ascii=False)
+
+
+def test_github_annotations_name_the_real_file(tmp_path):
+    (tmp_path / CONTROL).write_text('{"train_batch_size": 7.0}')
+    out = lint(CONTROL, "--no-config", "--format", "github", cwd=tmp_path).stdout
+    commands = [workflow_commands.parse(line) for line in out.split("\n")[:-1]]
+    assert [command.name for command in commands] == ["notice", "error", "notice"]
+    assert all(command.properties["file"] == CONTROL for command in commands)
+    assert commands[1].properties["line"] == "1" and commands[1].properties["col"] == "22"
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_statistics_is_refused_with_sarif_and_github(fmt, tmp_path):
+    result = lint(*ARGS, "--statistics", "--format", fmt, "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"--statistics prints a table of counts instead of the findings (as text, or with --format json); " \
+           f"--format {fmt} cannot hold it" in result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 # -- colour ----------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Hostile inputs (tests/hostile_cases.py), each in a fresh `dsconfig` process: the right exit code,
-no traceback, one line on stderr, and a message that names the file (line and column where one
-exists). Time and memory per case are measured by bench/hostile.py, not asserted here."""
+no traceback, one line on stderr, a message that names the file (line and column where one
+exists), and output that is UTF-8 and holds nothing a terminal or a CI runner would act on. Time
+and memory per case are measured by bench/hostile.py, not asserted here."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ import subprocess
 
 import pytest
 
-from tests.hostile_cases import CASES, DSCONFIG, build
+from tests.fuzz_targets import check_rendered
+from tests.hostile_cases import CASES, DSCONFIG, build, environment
 
 
 def _run(spec, where: str):
     if spec.shell is not None:
-        return subprocess.run(["bash", "-c", spec.shell], cwd=where, capture_output=True, timeout=120)
+        return subprocess.run(["bash", "-c", spec.shell], cwd=where, capture_output=True, timeout=120,
+                              env=environment())
     stdin = open(os.path.join(where, spec.stdin), "rb") if spec.stdin else subprocess.DEVNULL
     try:
-        return subprocess.run(spec.argv, cwd=where, stdin=stdin, capture_output=True, timeout=120)
+        return subprocess.run(spec.argv, cwd=where, stdin=stdin, capture_output=True, timeout=120,
+                              env=environment())
     finally:
         if spec.stdin:
             stdin.close()
@@ -29,10 +33,14 @@ def test_hostile_input(case, tmp_path):
     if spec is None:
         pytest.skip(f"{case.name} cannot be built on this machine")
     result = _run(spec, where)
-    stdout = result.stdout.decode("utf-8", "replace")
-    stderr = result.stderr.decode("utf-8", "replace")
+    stdout = result.stdout.decode("utf-8")  # strict: every byte dsconfig writes is UTF-8
+    stderr = result.stderr.decode("utf-8")
 
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    # nothing a terminal or a CI runner acts on: the checks the fuzzers apply to every format
+    shape = next((fmt for fmt in ("github", "full") if fmt in spec.argv), "concise")
+    check_rendered(shape, stdout)
+    check_rendered("concise", stderr)
     assert result.returncode == case.exit_code, (stdout[:2000], stderr)
     assert len(stderr.splitlines()) <= 1, stderr  # the summary line, or the one error line
     if not case.says:
@@ -53,7 +61,7 @@ def test_closed_stdout_keeps_the_exit_code(tmp_path):
     if spec is None:
         pytest.skip("needs bash and head")
     result = subprocess.run(["bash", "-c", spec.shell.replace("head -0", "head -1")], cwd=where,
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=120, env=environment())
     assert result.returncode == 1
     assert result.stdout.decode().startswith("ds_config.json:1:")
     assert len(result.stdout.decode().splitlines()) == 1
@@ -64,7 +72,7 @@ def test_symlinked_config_is_linted_through_the_link(tmp_path):
     (tmp_path / "real.json").write_text('{"train_batch_size": 7.0}')
     os.symlink("real.json", tmp_path / "ds_config.json")
     result = subprocess.run([*DSCONFIG, "lint", "ds_config.json"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=environment())
     assert result.returncode == 1
     assert result.stdout.startswith("ds_config.json:1:")
 
@@ -72,7 +80,7 @@ def test_symlinked_config_is_linted_through_the_link(tmp_path):
 def test_dangling_symlink_says_where_it_points(tmp_path):
     os.symlink("gone.json", tmp_path / "ds_config.json")
     result = subprocess.run([*DSCONFIG, "lint", "ds_config.json"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=environment())
     assert result.returncode == 2
     assert result.stderr.strip() == "dsconfig: error: ds_config.json: a symbolic link to gone.json, which does not exist"
 

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import click
 
+from .. import escape
 from ..targets import NAMES as TARGET_NAMES
 
 FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
@@ -67,13 +68,38 @@ def _selectors(values, option: str) -> tuple[str, ...] | None:
     try:
         check_selectors(items)
     except UnknownSelector as error:
-        raise click.BadParameter(str(error), param_hint=option) from None
+        # the message quotes the selector: one line, whatever it holds
+        raise click.BadParameter(escape.characters(str(error)), param_hint=option) from None
     return items
 
 
 def _fail(message: str) -> None:
-    click.echo(f"dsconfig: error: {message}", err=True)
+    click.echo(escape.line(f"dsconfig: error: {message}"), err=True)
     sys.exit(2)
+
+
+def _is_stdout(path: str) -> bool:
+    """`-o /dev/stdout` (or /proc/self/fd/1) is standard output, even when that is a file: `> out.txt`."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):  # no such path; stdout without a file descriptor (tests)
+        return False
+
+
+def _check_output(output_file: str | None, force: bool) -> None:
+    """Before linting: -o names something dsconfig may write. A device or FIFO (/dev/null, /dev/stdout)
+    is written into, as the shell's `>` does; anything else but a regular file is never replaced."""
+    from .. import files
+    if output_file is None or files.is_stream(output_file):
+        return
+    try:
+        why = files.not_replaceable(output_file)
+    except OSError as error:
+        _fail(f"{output_file}: cannot write: {error.strerror or error}")
+    if why is not None:
+        _fail(f"{output_file}: {why}")
+    if os.path.lexists(output_file) and not force:
+        _fail(f"{output_file} exists; pass --force to overwrite it")
 
 
 @click.command()
@@ -90,12 +116,14 @@ def _fail(message: str) -> None:
               help="Training samples: add optimizer steps per epoch at each world size.")
 @click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
               show_default=True, help="Output format.")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
-              help="Write the findings (or statistics) to FILE instead of standard output.")
-@click.option("--force", is_flag=True, help="With -o: overwrite FILE if it exists.")
+@click.option("-o", "--output-file", metavar="FILE",
+              help="Write the findings (or statistics) to FILE instead of standard output (`-`: standard output; "
+                   "a device or FIFO such as /dev/null is written into, never replaced).")
+@click.option("--force", is_flag=True, help="With -o: replace FILE if it exists (only a regular file is replaced).")
 @click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour concise and full output (auto: on a terminal, unless NO_COLOR is set).")
-@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--statistics", is_flag=True,
+              help="Count findings per rule instead of listing them (as text, or with --format json).")
 @click.option("--select", "select", multiple=True, metavar="RULES",
               help="Report only these rules: codes, prefixes (DS2, ACC), rule names or ALL; comma-separated.")
 @click.option("--ignore", "ignore", multiple=True, metavar="RULES", help="Do not report these rules.")
@@ -129,8 +157,13 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
     """
     if unsafe_fixes and not (apply_fixes or diff):
         raise click.UsageError("--unsafe-fixes needs --fix or --diff")
-    if output_file is not None and os.path.lexists(output_file) and not force:
-        _fail(f"{output_file} exists; pass --force to overwrite it")
+    if statistics and output_format in ("github", "sarif"):
+        # as ruff refuses it: a SARIF file or annotations hold findings, and the table would replace them
+        raise click.UsageError(f"--statistics prints a table of counts instead of the findings (as text, or with "
+                               f"--format json); --format {output_format} cannot hold it: drop one of the two")
+    if output_file == "-" or (output_file is not None and _is_stdout(output_file)):
+        output_file = None
+    _check_output(output_file, force)
     selection = _selection(config_path, no_config, select, ignore, fail_on)
     inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
                       max_file_size, stdin_filename, allow_read)
@@ -187,7 +220,7 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
         try:
             args = load_training_args(training_args)
         except ValueError as error:
-            raise click.UsageError(str(error)) from None
+            raise click.UsageError(escape.characters(str(error))) from None  # it names the file
     max_bytes = files_module.MAX_BYTES
     if max_file_size is not None:
         try:
@@ -271,7 +304,8 @@ def _allowed(allow_read: tuple[str, ...], settings):
 
 
 def _internal_error(what: str) -> None:
-    click.echo(f"dsconfig: internal error: {what} (please report this with the file that caused it)", err=True)
+    click.echo(escape.line(f"dsconfig: internal error: {what} (please report this with the file that caused it)"),
+               err=True)
     sys.exit(2)
 
 
@@ -303,15 +337,18 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
     else:
         text = report.render(output_format, findings, context)
     if output_file is not None:
-        from ..files import write_atomic
+        from .. import files
         try:
-            write_atomic(output_file, text)
+            if files.is_stream(output_file):
+                files.write_into(output_file, text)
+            else:
+                files.write_atomic(output_file, text)
         except OSError as error:
             _fail(f"{output_file}: cannot write: {error.strerror or error}")
-    elif stdin:
-        click.echo(text, nl=False, err=True)  # stdout carries the fixed text
     else:
-        click.echo(text, nl=False, color=use_color)
+        # color=True: click would otherwise strip what looks like colour codes off a pipe, and change a
+        # GitHub annotation's file= (the real name, escape sequence included); every other one is escaped
+        click.echo(text, nl=False, color=True, err=stdin)  # with --fix on stdin, stdout carries the fixed text
     if output_format in ("concise", "full") or statistics:
         linted = len(set(outcome.files) | set(documents))
         line = report.summary(findings, linted, context)
@@ -322,7 +359,7 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
             if changed:
                 line = f"fixed {fixed} problem{'' if fixed == 1 else 's'} in {changed} " \
                        f"file{'' if changed == 1 else 's'}; {'remaining: ' if findings else ''}{line}"
-        click.echo(line, err=True)
+        click.echo(escape.line(line), err=True)
 
 
 def _print_diff(run) -> int:
@@ -337,14 +374,18 @@ def _print_diff(run) -> int:
     else:
         click.echo("no fixes to apply", err=True)
     for path, why in run.skipped:
-        click.echo(f"dsconfig: warning: not fixing {path}: {why}", err=True)
+        _warn(f"not fixing {path}: {why}")
     return 1 if changed else 0
+
+
+def _warn(message: str) -> None:
+    click.echo(escape.line(f"dsconfig: warning: {message}"), err=True)
 
 
 def _write_fixes(run) -> None:
     from .. import fix
     for path, why in run.skipped:
-        click.echo(f"dsconfig: warning: not fixing {path}: {why}", err=True)
+        _warn(f"not fixing {path}: {why}")
     for result in run.files.values():
         if result.stdin:
             click.echo(result.text, nl=False)  # the whole (fixed) input, as ruff does

@@ -13,7 +13,8 @@ def one_line_errors(prog: str):
         exit_code = 2
 
         def show(self, file=None):
-            click.echo(f"{prog}: error: {self.format_message()}", err=True)
+            from ..escape import line
+            click.echo(line(f"{prog}: error: {self.format_message()}"), file=file, err=True)
 
     class OneLineErrors(click.Command):
         def parse_args(self, ctx, args):

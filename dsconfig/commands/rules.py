@@ -44,7 +44,8 @@ def rule(code_or_name, output_format):
 
     found = lookup(code_or_name)
     if found is None:
-        click.echo(f"dsconfig: error: {unknown_message(code_or_name)}", err=True)
+        from ..escape import line
+        click.echo(line(f"dsconfig: error: {unknown_message(code_or_name)}"), err=True)
         sys.exit(2)
     if output_format == "json":
         click.echo(json.dumps(rule_docs.as_dict(found), indent=2, ensure_ascii=False))

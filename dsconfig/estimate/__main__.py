@@ -1,5 +1,6 @@
 """`python -m dsconfig.estimate ...` runs `dsconfig estimate` on its own."""
 
+from ..cli import run
 from .command import estimate
 
-estimate(prog_name="dsconfig estimate")
+run(estimate, "dsconfig estimate")

@@ -16,6 +16,7 @@ import sys
 
 import click
 
+from .. import escape
 from ..commands.oneline import one_line_errors
 from . import catalog, gpus, inputs, shapes
 from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
@@ -129,9 +130,9 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
         raise InputError(str(error)) from None
     result.notes[:0] = notes
     if output_format == "json":
-        click.echo(report.as_json(result), nl=False)
+        click.echo(escape.json_text(report.as_json(result)), nl=False)
     else:
-        click.echo(report.table(result), nl=False)
+        click.echo(escape.lines(report.table(result)), nl=False)  # the model's name may be a file's
     sys.exit(1 if result.fits is False else 0)
 
 

@@ -1,5 +1,6 @@
 """`python -m dsconfig.generate ...` runs `dsconfig generate` on its own."""
 
+from ..cli import run
 from .command import generate
 
-generate(prog_name="dsconfig generate")
+run(generate, "dsconfig generate")

@@ -18,6 +18,7 @@ import sys
 
 import click
 
+from .. import escape
 from ..commands.oneline import one_line_errors
 from ..estimate import catalog, inputs, shapes
 from ..estimate.inputs import shape_options
@@ -83,6 +84,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     """
     from . import planner, render, show
 
+    _check_text(("--output-dir", output_dir), ("--script", script), ("--nvme-path", nvme_path))
     memory, name, bf16 = _hardware(gpu_name, gpu_mem)
     model, default_model = _model(model_name, params, {"layers": layers, "hidden": hidden, "heads": heads,
                                                        "kv_heads": kv_heads, "intermediate": intermediate,
@@ -108,7 +110,8 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
     unicode = _can_print("█▏")
     if to_stdout:
-        click.echo(show.text(result, paths, None, unicode=_can_print("█▏", err=True)), err=True, nl=False)
+        click.echo(escape.lines(show.text(result, paths, None, unicode=_can_print("█▏", err=True))), err=True,
+                   nl=False)
         for file in files:
             if len(files) > 1:
                 click.echo(f"==> {file.name} <==")
@@ -119,10 +122,20 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
         written = write_all(output_dir, files, force=force)
     except WriteError as error:
         raise InputError(str(error)) from None
-    click.echo(show.text(result, paths, written, unicode=unicode), nl=False)
+    click.echo(escape.lines(show.text(result, paths, written, unicode=unicode)), nl=False)  # paths: --output-dir
 
 
 # -- inputs -------------------------------------------------------------------------------------------
+
+def _check_text(*options) -> None:
+    """The generated files and commands name these paths in UTF-8 text: a name whose bytes are not
+    UTF-8 (Python gives b"\\xff" as "\\udcff") cannot be written there."""
+    for option, value in options:
+        try:
+            (value or "").encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"{option} {value!r} is not UTF-8 text, which the generated files are") from None
+
 
 def _hardware(gpu_name: str | None, gpu_mem: str | None) -> tuple[int, str | None, bool | None]:
     """(bytes per GPU, GPU name, bf16 support) from --gpu and --gpu-mem (which may name a GPU)."""

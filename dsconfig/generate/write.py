@@ -1,9 +1,10 @@
 """Writing the generated files: all or nothing, atomically, never somewhere unexpected.
 
 * Every destination is checked before anything is written: an existing file is refused unless
-  `force` (the whole run writes nothing then), a folder in the way is refused, and a symlink is
-  followed only when it resolves inside the output folder (it is then written through, so the
-  link stays); one that leads out of the folder is refused.
+  `force` (the whole run writes nothing then), a folder, device, FIFO or socket in the way is
+  refused (never replaced, even with `force`), and a symlink is followed only when it resolves
+  inside the output folder (it is then written through, so the link stays); one that leads out
+  of the folder is refused.
 * Each file goes to a temporary file in the destination's own folder, is flushed to disk, gets its
   mode (an existing file's mode is kept; a new file gets 0o666, or 0o777 for scripts, less the
   umask) and is moved over the destination with os.replace: a reader sees the old or the new file,
@@ -15,6 +16,8 @@ from __future__ import annotations
 import os
 import stat
 from typing import Iterable, NamedTuple
+
+from ..files import not_replaceable
 
 
 class WriteError(Exception):
@@ -52,6 +55,9 @@ def plan_destinations(output_dir: str, names: Iterable[str], force: bool) -> lis
             path = real
         if os.path.isdir(path):
             raise WriteError(f"{shown} is a folder; remove it or choose another --output-dir")
+        why = not_replaceable(path)  # a device, a FIFO, a socket: only a regular file is replaced
+        if why is not None:
+            raise WriteError(f"{shown}: {why}; remove it or choose another --output-dir")
         mode = None
         if present:
             if not force:

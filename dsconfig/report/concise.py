@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .. import escape
+
 COLORS = {"error": "red", "warning": "yellow", "info": "cyan"}
 
 
@@ -11,11 +13,11 @@ def header(finding, context) -> str:
         import click
         code = click.style(code, fg=COLORS[finding.severity], bold=finding.severity == "error")
     mark = " [*]" if context.fixable(finding) else ""
-    where = f"{finding.file}:{finding.line}:{finding.column}:"
+    where = f"{escape.path(finding.file)}:{finding.line}:{finding.column}:"
     if context.color:
         import click
         where = click.style(where, bold=True)
-    return f"{where} {code}{mark} {finding.message}"
+    return f"{where} {code}{mark} {escape.inline(finding.message)}"
 
 
 def render(findings, context) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from .. import escape
 from ..rules.files import FILE_TOO_LARGE, NOT_A_CONFIG, UNREADABLE_FILE
 from .concise import COLORS, header
 
@@ -52,8 +53,9 @@ def frame(finding, context) -> list[str]:
     gutter = _style(" " * width + " |", context, fg="blue", bold=True)
     out = [gutter]
     for number in shown:
-        out.append(_style(f"{number:>{width}} |", context, fg="blue", bold=True) + (" " + lines[number - 1]
-                                                                                    if lines[number - 1] else ""))
+        shown_line = escape.inline(lines[number - 1], keep_tabs=True)
+        out.append(_style(f"{number:>{width}} |", context, fg="blue", bold=True) + (" " + shown_line
+                                                                                    if shown_line else ""))
     source = lines[finding.line - 1]
     column = max(1, min(finding.column, len(source) + 1))
     extent = context.extents.get(id(finding))
@@ -61,8 +63,10 @@ def frame(finding, context) -> list[str]:
     if extent is not None:
         start, end = extent
         length = max(1, min(end - start, len(source) - (column - 1)))
-    lead = "".join("\t" if ch == "\t" else " " for ch in source[:column - 1])
-    carets = "^" + "~" * (length - 1)
+    # the carets go under the escaped text: `\x1b` is four columns wide
+    lead = "".join("\t" if ch == "\t" else " " for ch in escape.characters(source[:column - 1], keep_tabs=True))
+    marked = escape.characters(source[column - 1:column - 1 + length], keep_tabs=True)
+    carets = "^" + "~" * (len(marked) - 1)
     out.append(gutter + " " + lead + _style(carets, context, fg=COLORS[finding.severity], bold=True))
     return out
 
@@ -78,11 +82,12 @@ def notes(finding, context, width: int) -> list[str]:
             help_text = f"{info.description} (safe fix: --fix)"
         else:
             help_text = f"{info.description} (unsafe fix: --fix --unsafe-fixes)"
-        out.append(pad + _style("help", context, fg="green", bold=True) + ": " + help_text)
+        out.append(pad + _style("help", context, fg="green", bold=True) + ": " + escape.inline(help_text))
     else:
         match = _DID_YOU_MEAN.search(finding.message)
         if match:
-            out.append(pad + _style("help", context, fg="green", bold=True) + f": did you mean {match.group(1)}?")
+            out.append(pad + _style("help", context, fg="green", bold=True)
+                       + f": did you mean {escape.inline(match.group(1))}?")
     parts = []
     if finding.world_size is not None:
         parts.append(f"at world size {finding.world_size}")

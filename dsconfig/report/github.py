@@ -3,21 +3,15 @@
     ::error file=ds_config.json,line=3,col=37,title=dsconfig DS202::at world size 4. ...
 
 error -> ::error, warning -> ::warning, info -> ::notice. Escaping is @actions/core's
-(packages/core/src/command.ts): in the message `%`, `\\r`, `\\n` become `%25`, `%0D`, `%0A`; property
-values additionally escape `:` and `,` as `%3A` and `%2C`.
+(packages/core/src/command.ts, in dsconfig.escape): in the message `%`, `\\r`, `\\n` become `%25`, `%0D`,
+`%0A`; property values additionally escape `:` and `,` as `%3A` and `%2C`, so the file is the real one.
 """
 
 from __future__ import annotations
 
+from ..escape import workflow_data, workflow_property
+
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
-
-
-def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def annotation(finding) -> str:
@@ -27,8 +21,8 @@ def annotation(finding) -> str:
         "col": str(finding.column),
         "title": f"dsconfig {finding.code}",
     }
-    joined = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
-    return f"::{COMMANDS[finding.severity]} {joined}::{escape_data(finding.message)}"
+    joined = ",".join(f"{key}={workflow_property(value)}" for key, value in properties.items())
+    return f"::{COMMANDS[finding.severity]} {joined}::{workflow_data(finding.message)}"
 
 
 def render(findings, context) -> str:

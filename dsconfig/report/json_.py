@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from ..escape import json_text
+
 
 def render(findings, context) -> str:
-    return json.dumps([f.as_dict() for f in findings], indent=2, ensure_ascii=False) + "\n"
+    return json_text(json.dumps([f.as_dict() for f in findings], indent=2, ensure_ascii=False)) + "\n"

@@ -14,6 +14,7 @@ import os
 from urllib.parse import quote
 
 from .. import __version__
+from ..escape import json_text, os_bytes
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -26,8 +27,13 @@ def artifact(path: str) -> dict:
     absolute = os.path.abspath(path)
     rel = os.path.relpath(absolute)
     if rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
-        return {"uri": "file://" + quote(absolute.replace(os.sep, "/"))}
-    return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": SRCROOT}
+        return {"uri": "file://" + _uri_path(absolute)}
+    return {"uri": _uri_path(rel), "uriBaseId": SRCROOT}
+
+
+def _uri_path(path: str) -> str:
+    """Percent-encoded bytes of the name as on disk (a name that is not UTF-8 keeps its bytes: %FF)."""
+    return quote(os_bytes(path.replace(os.sep, "/")))
 
 
 def _position(text: str | None, offset: int) -> tuple[int, int]:
@@ -109,7 +115,7 @@ def document(findings, context) -> dict:
         "runs": [{
             "tool": {"driver": {"name": "dsconfig", "version": __version__, "informationUri": INFORMATION_URI,
                                 "rules": [_rule(rule) for rule in rules]}},
-            "originalUriBaseIds": {SRCROOT: {"uri": "file://" + quote(cwd if cwd.startswith("/") else "/" + cwd)}},
+            "originalUriBaseIds": {SRCROOT: {"uri": "file://" + _uri_path(cwd if cwd.startswith("/") else "/" + cwd)}},
             "columnKind": "unicodeCodePoints",
             "results": results,
         }],
@@ -117,4 +123,4 @@ def document(findings, context) -> dict:
 
 
 def render(findings, context) -> str:
-    return json.dumps(document(findings, context), indent=2, ensure_ascii=False) + "\n"
+    return json_text(json.dumps(document(findings, context), indent=2, ensure_ascii=False)) + "\n"

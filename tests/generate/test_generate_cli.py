@@ -127,6 +127,9 @@ def test_multi_node_files_and_launch_commands(tmp_path):
     (["--gpu-mem", "16GB", "--model", "llama-3.1-405b"], "llama-3.1-405b does not fit 1 node × 1 GPU"),
     (["--gpu-mem", "80GB", "--template", "zero3_nvme"], "--template zero3_nvme needs --nvme-path"),
     (["--gpu-mem", "80GB", "--bogus"], "No such option '--bogus'"),
+    # a name whose bytes are not UTF-8 (b"\xff" comes as "\udcff"): the generated files are UTF-8 text
+    (["--gpu-mem", "80GB", "--output-dir", os.fsdecode(b"g\xffen")], "--output-dir 'g\\udcffen' is not UTF-8 text"),
+    (["--gpu-mem", "80GB", "--script", os.fsdecode(b"tr\xffain.py")], "--script 'tr\\udcffain.py' is not UTF-8"),
 ])
 def test_errors_are_one_line_exit_2_and_write_nothing(tmp_path, args, message):
     result = run(*args, cwd=tmp_path)

@@ -134,3 +134,16 @@ def test_unwritable_folder(tmp_path):
             write_all(str(folder), FILES[:1])
     finally:
         os.chmod(folder, 0o700)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_a_fifo_in_the_way_is_never_replaced_even_with_force(tmp_path, through_a_link):
+    fifo = tmp_path / ("pipe" if through_a_link else "ds_config.json")
+    os.mkfifo(fifo)
+    if through_a_link:  # a link inside the folder is followed: to the FIFO, which is refused as well
+        (tmp_path / "ds_config.json").symlink_to("pipe")
+    with pytest.raises(WriteError, match=r"a FIFO \(named pipe\), not a regular file; not replaced"):
+        write_all(str(tmp_path), FILES, force=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert not (tmp_path / "accelerate_config.yaml").exists()  # checked before anything was written
