@@ -366,7 +366,7 @@ CASES = [
     Case("missing", lambda folder: Spec(_lint("nowhere/ds_config.json")), 2, "nowhere/ds_config.json"),
     Case("symlink-loop", _symlink_loop, 2, "symbolic links"),
     Case("unreadable", _unreadable, 2, "ermission denied"),
-    Case("closed-stdout", _closed_stdout, 1, ""),
+    Case("closed-stdout", _closed_stdout, 1, "1 error"),  # the summary still reaches stderr
     Case("stdin-binary", _stdin_binary, 1, "not UTF-8", "ds_config.json:2:118"),
     Case("stdin-too-large", _stdin_too_large, 2, "ds_config.json: is larger than 256 KiB"),
     Case("yaml-alias-chain", _file("accelerate_config.yaml", ALIAS_CHAIN), 1, "ACC020", "accelerate_config.yaml:"),

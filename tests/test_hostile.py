@@ -6,6 +6,8 @@ and memory per case are measured by bench/hostile.py, not asserted here."""
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 
 import pytest
@@ -65,6 +67,21 @@ def test_closed_stdout_keeps_the_exit_code(tmp_path):
     assert result.returncode == 1
     assert result.stdout.decode().startswith("ds_config.json:1:")
     assert len(result.stdout.decode().splitlines()) == 1
+    assert b"Traceback" not in result.stderr and b"Exception ignored" not in result.stderr
+
+
+def test_closed_stdout_without_errors_exits_0(tmp_path):
+    """Only notes were written when the reader left: the exit status says no error was found (click's
+    own handling of a closed pipe would exit 1)."""
+    if shutil.which("head") is None or shutil.which("bash") is None:
+        pytest.skip("needs bash and head")
+    body = ", ".join(f'"key_{i}": {i}' for i in range(3000))
+    for i in range(20):
+        (tmp_path / f"data_{i}.json").write_text("{" + body + "}")  # DS005 notes, a line each
+    command = " ".join(shlex.quote(part) for part in DSCONFIG + ["lint", ".", "--no-config"])
+    result = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -0"], cwd=tmp_path,
+                            capture_output=True, timeout=120, env=environment())
+    assert result.returncode == 0, result.stderr
     assert b"Traceback" not in result.stderr and b"Exception ignored" not in result.stderr
 
 

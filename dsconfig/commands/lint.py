@@ -348,7 +348,11 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
     else:
         # color=True: click would otherwise strip what looks like colour codes off a pipe, and change a
         # GitHub annotation's file= (the real name, escape sequence included); every other one is escaped
-        click.echo(text, nl=False, color=True, err=stdin)  # with --fix on stdin, stdout carries the fixed text
+        try:
+            click.echo(text, nl=False, color=True, err=stdin)  # with --fix on stdin, stdout carries the fixed text
+            (sys.stderr if stdin else sys.stdout).flush()
+        except BrokenPipeError:
+            _reader_gone()
     if output_format in ("concise", "full") or statistics:
         linted = len(set(outcome.files) | set(documents))
         line = report.summary(findings, linted, context)
@@ -360,6 +364,14 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
                 line = f"fixed {fixed} problem{'' if fixed == 1 else 's'} in {changed} " \
                        f"file{'' if changed == 1 else 's'}; {'remaining: ' if findings else ''}{line}"
         click.echo(escape.line(line), err=True)
+
+
+def _reader_gone() -> None:
+    """`dsconfig lint | head -1`: the reader left. The rest of the output goes nowhere, and the exit
+    status still says whether errors were found (click would exit 1 whatever was found)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush then has somewhere to go
+    os.close(devnull)
 
 
 def _print_diff(run) -> int:
