@@ -249,6 +249,12 @@ CASES = [
     Case("closed-stdout", _closed_stdout, 1, ""),
     Case("stdin-binary", _stdin_binary, 1, "not UTF-8", "ds_config.json:2:118"),
     Case("stdin-too-large", _stdin_too_large, 2, "ds_config.json: is larger than 256 KiB"),
+    Case("step-string-clipping", _file("ds_config.json", b'{"train_batch_size": 8, "gradient_clipping": "1.0"}'), 1,
+         "DS111", "ds_config.json:1:46"),
+    Case("step-hjson-nan-clipping", _file("ds_config.json", b'{\n  "train_batch_size": 8,\n  "gradient_clipping": NaN\n}'),
+         1, "first optimizer step", "ds_config.json:3:24"),
+    Case("step-huge-list-clipping", _file("ds_config.json", b'{"train_batch_size": 8, "gradient_clipping": ['
+                                          + b"0, " * 80_000 + b"0]}"), 1, "array [0, 0, 0", "ds_config.json:1:46"),
 ]
 
 
