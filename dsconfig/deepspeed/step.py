@@ -125,7 +125,7 @@ def _predivide(s, value) -> Failure:
         return Failure(SILENT, "with prescale_gradients or gradient_allreduce_op \"sum\" it is never used")
     reduce_scatter = s.zero.get("reduce_scatter", True) if s.zero else True
     if s.stage is None:
-        return Failure(SILENT, "whether it is used depends on the ZeRO stage the integration fills in")
+        return Failure(SILENT, "whether DeepSpeed uses it depends on the ZeRO stage, which is not known here")
     if s.stage in (2, 3) and reduce_scatter:
         return Failure(INITIALIZE, f"ZeRO-{s.stage}'s reduce-scatter asserts it equals 1.0 in deepspeed.initialize")
     if s.stage == 1 and reduce_scatter and s.zero_12_optimizer:
