@@ -9,15 +9,19 @@ import subprocess
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.hostile_cases import CASES, DSCONFIG, build
+
+# `python -m dsconfig` in the case's folder: this checkout's package, not whichever one is installed.
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def _run(spec, where: str):
     if spec.shell is not None:
-        return subprocess.run(["bash", "-c", spec.shell], cwd=where, capture_output=True, timeout=120)
+        return subprocess.run(["bash", "-c", spec.shell], cwd=where, capture_output=True, timeout=120, env=ENV)
     stdin = open(os.path.join(where, spec.stdin), "rb") if spec.stdin else subprocess.DEVNULL
     try:
-        return subprocess.run(spec.argv, cwd=where, stdin=stdin, capture_output=True, timeout=120)
+        return subprocess.run(spec.argv, cwd=where, stdin=stdin, capture_output=True, timeout=120, env=ENV)
     finally:
         if spec.stdin:
             stdin.close()
@@ -53,7 +57,7 @@ def test_closed_stdout_keeps_the_exit_code(tmp_path):
     if spec is None:
         pytest.skip("needs bash and head")
     result = subprocess.run(["bash", "-c", spec.shell.replace("head -0", "head -1")], cwd=where,
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=120, env=ENV)
     assert result.returncode == 1
     assert result.stdout.decode().startswith("ds_config.json:1:")
     assert len(result.stdout.decode().splitlines()) == 1
@@ -64,7 +68,7 @@ def test_symlinked_config_is_linted_through_the_link(tmp_path):
     (tmp_path / "real.json").write_text('{"train_batch_size": 7.0}')
     os.symlink("real.json", tmp_path / "ds_config.json")
     result = subprocess.run([*DSCONFIG, "lint", "ds_config.json"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=ENV)
     assert result.returncode == 1
     assert result.stdout.startswith("ds_config.json:1:")
 
@@ -72,6 +76,6 @@ def test_symlinked_config_is_linted_through_the_link(tmp_path):
 def test_dangling_symlink_says_where_it_points(tmp_path):
     os.symlink("gone.json", tmp_path / "ds_config.json")
     result = subprocess.run([*DSCONFIG, "lint", "ds_config.json"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=ENV)
     assert result.returncode == 2
     assert result.stderr.strip() == "dsconfig: error: ds_config.json: a symbolic link to gone.json, which does not exist"
