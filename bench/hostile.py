@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from hostile_cases import CASES, Spec, environment  # noqa: E402
 
@@ -28,6 +29,7 @@ def run(argv: list[str], cwd: str, stdin: str | None = None, shell: str | None =
     """(exit code, seconds, peak RSS in MB, stdout, stderr) of one child process."""
     env = environment()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = ROOT  # `python -m dsconfig` runs this checkout, not whichever one is installed
     out_path, err_path = os.path.join(cwd, ".out"), os.path.join(cwd, ".err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.perf_counter()

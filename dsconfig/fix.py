@@ -53,7 +53,7 @@ from .rules.accelerate_keys import (
 )
 from .rules.batch import BATCH_TYPE
 from .rules.files import DUPLICATE_KEY, NOT_AN_OBJECT, PARSE_ERROR
-from .rules.keys import CONFLICTING_KEYS, INVALID_VALUE, UNKNOWN_KEY, WRONG_TYPE
+from .rules.keys import CONFLICTING_KEYS, INVALID_VALUE, STEP_VALUE, UNKNOWN_KEY, WRONG_TYPE
 from .rules.precision import COMMUNICATION_DTYPE, GRADIENT_ALLREDUCE_OP, QUOTED_BOOL, WALL_CLOCK_TYPE
 from .rules.rule import CHANGED_VALUE, CONVERTED_ON_MIGRATION, LEGACY_ALLGATHER, SAFE
 from .rules.sections import PIPELINE_FLAGS, SECTION_TYPE
@@ -66,7 +66,8 @@ _STRUCTURAL = frozenset({PARSE_ERROR, DUPLICATE_KEY, NOT_AN_OBJECT})
 # old value hid (a batch size that parses at last can now be checked against the world size), not harm.
 _INVALID = frozenset({UNKNOWN_KEY, INVALID_VALUE, CONFLICTING_KEYS, WRONG_TYPE, BATCH_TYPE, COMMUNICATION_DTYPE,
                       GRADIENT_ALLREDUCE_OP, QUOTED_BOOL, WALL_CLOCK_TYPE, SECTION_TYPE, PIPELINE_FLAGS,
-                      UNKNOWN_TOP_LEVEL_KEY, DISTRIBUTED_TYPE, MIXED_PRECISION, YAML_BOOLEAN, INVALID_SETTING})
+                      UNKNOWN_TOP_LEVEL_KEY, DISTRIBUTED_TYPE, MIXED_PRECISION, YAML_BOOLEAN, INVALID_SETTING,
+                      STEP_VALUE})
 
 
 class Edit(NamedTuple):

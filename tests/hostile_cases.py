@@ -421,6 +421,12 @@ CASES = [
          "ds_config.json:1:22"),
     Case("output-folder", _file("ds_config.json", b'{"train_batch_size": 7.0}\n', "-o", ".", "--force"), 2,
          ".: a folder, not a regular file; not replaced"),
+    Case("step-string-clipping", _file("ds_config.json", b'{"train_batch_size": 8, "gradient_clipping": "1.0"}'), 1,
+         "DS111", "ds_config.json:1:46"),
+    Case("step-hjson-nan-clipping", _file("ds_config.json", b'{\n  "train_batch_size": 8,\n  "gradient_clipping": NaN\n}'),
+         1, "first optimizer step", "ds_config.json:3:24"),
+    Case("step-huge-list-clipping", _file("ds_config.json", b'{"train_batch_size": 8, "gradient_clipping": ['
+                                          + b"0, " * 80_000 + b"0]}"), 1, "array [0, 0, 0", "ds_config.json:1:46"),
 ]
 
 

@@ -210,6 +210,19 @@ def test_full_frame_carets_help_and_world_size_note():
     assert "= note: at world size 4; fails in: parse (DeepSpeedConfig)" in block
 
 
+def test_the_step_phase_in_every_format_that_names_phases(tmp_path):
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "gradient_clipping": "1.0"}')
+    run = ["ds_config.json", "--no-config", "--format"]
+    full = lint(*run, "full", cwd=tmp_path).stdout
+    assert "= note: fails in: step (the first training step: forward, backward, optimizer step)" in full
+    (item,) = [i for i in json.loads(lint(*run, "json", cwd=tmp_path).stdout) if i["code"] == "DS111"]
+    assert item["fails_in"] == "step"
+    document = json.loads(lint(*run, "sarif", cwd=tmp_path).stdout)
+    (result,) = [r for r in document["runs"][0]["results"] if r["ruleId"] == "DS111"]
+    assert result["properties"]["failsIn"] == "step"
+    _validator().validate(document)
+
+
 def test_full_frame_keeps_tabs_under_the_caret(tmp_path):
     config = tmp_path / "ds_config.json"
     config.write_text('{\n\t"train_batch_size":\t8.0,\n\t"gradient_clipping": 1.0\n}\n')

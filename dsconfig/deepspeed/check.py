@@ -2,7 +2,8 @@
 
 Order mirrors DeepSpeed: load (hjson or json.load, duplicate keys, removed blocks), parse
 (`DeepSpeedConfig`: pydantic sections, loose getters, batch arithmetic), initialize (engine,
-optimizer, scheduler). Unlike DeepSpeed, every phase runs and every problem is reported.
+optimizer, scheduler), step (the values first used in training). Unlike DeepSpeed, every phase
+runs and every problem is reported.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from ..findings import Finding
 from ..phases import LOAD, PARSE
 from ..rules.batch import MICRO_BATCH_ONE
 from ..rules.files import NOT_AN_OBJECT
-from ..rules.keys import REMOVED_KEY, WRONG_TYPE
+from ..rules.keys import REMOVED_KEY, STEP_VALUE, WRONG_TYPE
 from ..values import describe
 from . import batch, schema, syntax, trainer
 from . import target as auto
 from .initialize import check_initialize
 from .loose import check_loose
 from .models import assume_repaired, check_sections
+from .step import check_step
 
 
 def default_target(doc) -> targets.Target:
@@ -58,6 +60,7 @@ def config_findings(config: dict, target: targets.Target, options, written=None)
     findings.extend(auto.check_targets(config, target, set(sections.auto_dropped), already))
     findings.extend(auto.check_walked_sections(config, target, already))
     findings.extend(check_initialize(config, resolved, target))
+    findings.extend(check_step(config, resolved, target))
     if target is targets.HF_TRAINER:
         findings.extend(trainer.trainer_findings(config, options.training_args, world_sizes,
                                                  dataset_size=options.dataset_size))
@@ -109,11 +112,13 @@ def removed_keys(config: dict) -> list[Finding]:
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
-    """Drop generic warnings where a more specific finding names the same value."""
-    specific = {f.pointer for f in findings if f.rule is not WRONG_TYPE}
+    """Drop the findings about a value's type where a more specific finding names the same value
+    (DS003 for an hjson string, DS700 for "auto", DS305/DS311/DS703 for what fails on it)."""
+    generic = (WRONG_TYPE, STEP_VALUE)
+    specific = {f.pointer for f in findings if f.rule not in generic}
     seen, out = set(), []
     for f in findings:
-        if f.rule is WRONG_TYPE and f.pointer in specific:
+        if f.rule in generic and f.pointer in specific:
             continue
         key = (f.code, f.pointer, f.world_size, f.message, f.offset)
         if key not in seen:

@@ -213,11 +213,16 @@ def check_initialize(config: dict, resolved: dict, target: Target) -> list[Findi
     """
     if not isinstance(config, dict):
         return []
-    setup = _Setup(config, resolved if isinstance(resolved, dict) else {}, target)
+    setup = engine_setup(config, resolved, target)
     findings: list[Finding] = []
     for check in CHECKS:
         findings.extend(check(setup))
     return findings
+
+
+def engine_setup(config: dict, resolved: dict, target: Target) -> _Setup:
+    """What the engine will be working with (dsconfig.deepspeed.step asks it which optimizer reduces)."""
+    return _Setup(config, resolved if isinstance(resolved, dict) else {}, target)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from ..phases import LOAD
 from ..pointers import dotted
 from ..rules.files import DUPLICATE_KEY, HJSON_SYNTAX, HJSON_VALUE_TRAP, PARSE_ERROR
 from ..targets import Target
+from . import step
 
 _NOTE_WORDS = {
     "comment": ("comment", "comments"),
@@ -62,10 +63,10 @@ def load_findings(doc, target: Target) -> list[Finding]:
                 f"{words}: DeepSpeed's hjson loader accepts this, but {JSON_READERS} rejects the file",
                 offset=notes[0].start))
         for trap in doc.scan.traps:
-            findings.append(Finding(
-                HJSON_VALUE_TRAP,
-                f"{dotted(trap.pointer)}: hjson reads {trap.text!r} as a string: {trap.reason}",
-                trap.pointer))
+            message = f"{dotted(trap.pointer)}: hjson reads {trap.text!r} as a string: {trap.reason}"
+            outcome = step.failure(trap.pointer, doc.hjson_value, target)  # None: no step-time value
+            findings.append(Finding(HJSON_VALUE_TRAP, message + (f"; {outcome.how}" if outcome else ""),
+                                    trap.pointer, fails_in=outcome.phase if outcome else None))
 
     for dup in doc.scan.duplicates:
         key = dotted(dup.pointer)

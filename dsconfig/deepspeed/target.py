@@ -19,10 +19,10 @@ from ..rules.sections import SECTION_TYPE
 from ..rules.zero import STAGE_AUTO
 from ..targets import LIGHTNING, Target
 from ..values import describe, is_auto, to_json
-from . import batch, schema
+from . import batch, schema, step
 
 # Loose keys whose "auto" string breaks DeepSpeed as soon as it builds the engine.
-_CRASH_AT_INITIALIZE = ("/gradient_clipping", "/optimizer/params/", "/scheduler/params/")
+_CRASH_AT_INITIALIZE = ("/optimizer/params/", "/scheduler/params/")
 
 
 def auto_pointers(value, pointer: str = "") -> list[str]:
@@ -60,6 +60,8 @@ def check_targets(config: dict, target: Target, dropped: set[str], already: set[
     for pointer in auto_pointers(config):
         if target.name in schema.fill_targets(pointer) or pointer in already:
             continue
+        if target.fills_auto and pointer == "/steps_per_print":
+            continue  # Accelerate's DeepSpeedPlugin overwrites it with inf before prepare() looks for "auto"
         name = dotted(pointer)
         if pointer in batch.POINTER.values():
             if target is LIGHTNING and pointer == batch.POINTER[batch.GAS]:
@@ -93,6 +95,13 @@ def check_targets(config: dict, target: Target, dropped: set[str], already: set[
                     AUTO_IGNORED,
                     f"{name} is \"auto\" and {who} does not fill it: DeepSpeed drops the value and uses {shown}",
                     pointer, fix=None if default is None else to_json(default)))
+        elif pointer in step.STEP_VALUES:
+            outcome = step.failure(pointer, config, target)
+            findings.append(Finding(
+                AUTO_UNRESOLVED,
+                f"{name} is \"auto\" and {who} does not fill it: DeepSpeed receives the string \"auto\", and "
+                f"{outcome.how}",
+                pointer, fails_in=outcome.phase))
         else:
             crashes = pointer.startswith(_CRASH_AT_INITIALIZE)
             findings.append(Finding(

@@ -25,6 +25,7 @@ PHASES = {
     "parse": "parse (DeepSpeedConfig)",
     "initialize": "initialize (deepspeed.initialize, the engine, the Trainer)",
     "launch": "launch (accelerate launch)",
+    "step": "step (the first training step: forward, backward, optimizer step)",
 }
 _DID_YOU_MEAN = re.compile(r"did you mean (.+?)\?")
 

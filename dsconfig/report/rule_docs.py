@@ -55,7 +55,8 @@ def markdown(rules) -> str:
          "HF Trainer will refuse the config or crash on it (and `dsconfig lint` exits 1 by default); **warning** "
          "means the run goes on but not as written; **info** is information. *Fails in* is where the real tool "
          "stops: `load` (reading the file), `parse` (`DeepSpeedConfig`), `initialize` (`deepspeed.initialize`, "
-         "the HF Trainer, Accelerate's `prepare()`), `launch` (`accelerate launch`), or — when nothing fails. A "
+         "the HF Trainer, Accelerate's `prepare()`), `launch` (`accelerate launch`), `step` (the first training "
+         "step: forward, backward, optimizer step), or — when nothing fails. A "
          "rule with more than one phase names the one that applies in each finding's `fails_in`."),
         "",
         ("`dsconfig rules` lists the rules; `dsconfig rule DS202` (or `dsconfig rule batch-mismatch`) shows one "

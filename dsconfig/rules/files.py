@@ -10,7 +10,7 @@ be opened), dsconfig.other
 
 from __future__ import annotations
 
-from ..phases import LOAD, SILENT
+from ..phases import INITIALIZE, LOAD, SILENT, STEP
 from .rule import CHANGED_VALUE, DS_CONFIG, ERROR, INFO, SAFE, WARNING, Autofix, Rule, ds, folder
 
 PARSE_ERROR = Rule(
@@ -104,8 +104,9 @@ HJSON_VALUE_TRAP = Rule(
     why="""DeepSpeed's hjson loader turns `"gradient_clipping": .5` into the string ".5" without a word, and the
     string travels on until something computes with it: here the engine's `gradient_clipping() > 0.0` raises
     `TypeError: '>' not supported between instances of 'str' and 'float'` at the first optimizer step, long after
-    the model has loaded. `json.load` rejects these spellings outright.""",
-    fails_in=(SILENT,),
+    the model has loaded (`fails_in` says where, for the values dsconfig follows that far: `gradient_clipping`,
+    `steps_per_print`, `gradient_predivide_factor`). `json.load` rejects these spellings outright.""",
+    fails_in=(INITIALIZE, STEP, SILENT),
     failing=ds("""
         {
           "train_micro_batch_size_per_gpu": 4,

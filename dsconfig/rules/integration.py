@@ -6,7 +6,7 @@ dsconfig.deepspeed.trainer.
 
 from __future__ import annotations
 
-from ..phases import INITIALIZE, PARSE, SILENT
+from ..phases import INITIALIZE, PARSE, SILENT, STEP
 from .rule import ERROR, INFO, UNSAFE, Autofix, Rule, ds
 
 AUTO_UNRESOLVED = Rule(
@@ -16,11 +16,12 @@ AUTO_UNRESOLVED = Rule(
     Lightning in a batch key or a loosely read setting, and, under the HF Trainer and Accelerate, an `"auto"` on a
     key neither of them fills (`sub_group_size`, `optimizer.params.eps`, ...).""",
     why="""Only the HF Trainer and Accelerate resolve `"auto"`. Handed to DeepSpeed as is, a batch key fails in
-    `DeepSpeedConfig` with a `TypeError` such as "can't multiply sequence by non-int of type 'str'"; under
-    Accelerate's `prepare()` an unfillable `"auto"` raises "`zero_optimization.sub_group_size` not found in
-    kwargs. Please specify `zero_optimization.sub_group_size` without `auto` (set to correct value) in the
-    DeepSpeed config file or pass it in kwargs.\"""",
-    fails_in=(PARSE, INITIALIZE, SILENT),
+    `DeepSpeedConfig` with a `TypeError` such as "can't multiply sequence by non-int of type 'str'", and
+    `"gradient_clipping": "auto"` in the first training step (`TypeError: '>' not supported between instances of
+    'str' and 'float'`); under Accelerate's `prepare()` an unfillable `"auto"` raises
+    "`zero_optimization.sub_group_size` not found in kwargs. Please specify `zero_optimization.sub_group_size`
+    without `auto` (set to correct value) in the DeepSpeed config file or pass it in kwargs.\"""",
+    fails_in=(PARSE, INITIALIZE, STEP, SILENT),
     failing=ds("""
         {
           "train_micro_batch_size_per_gpu": "auto",

@@ -1,12 +1,13 @@
 """DS1xx keys and values: what DeepSpeedConfig accepts, rejects, converts or ignores key by key.
 
 Checked by dsconfig.deepspeed.models (the pydantic sections), dsconfig.deepspeed.loose (the
-sections DeepSpeed reads with dict lookups) and dsconfig.deepspeed.check (removed blocks).
+sections DeepSpeed reads with dict lookups), dsconfig.deepspeed.check (removed blocks) and
+dsconfig.deepspeed.step (the values DeepSpeed first computes with in the training step).
 """
 
 from __future__ import annotations
 
-from ..phases import LOAD, PARSE, SILENT
+from ..phases import INITIALIZE, LOAD, PARSE, SILENT, STEP
 from .rule import CHANGED_VALUE, CONVERTED_ON_MIGRATION, ERROR, SAFE, UNSAFE, WARNING, Autofix, Rule, ds
 
 REMOVED_KEY = Rule(
@@ -297,15 +298,15 @@ WRONG_TYPE = Rule(
     "DS109", "wrong-type", WARNING,
     summary="A value of the wrong type in a section DeepSpeed does not validate",
     what="""Reports a value of the wrong type in a part of the config DeepSpeed reads without validation
-    (top-level scalars such as `steps_per_print`, `activation_checkpointing`, `flops_profiler`, ...).""",
-    why="""`DeepSpeedConfig` accepts anything there and the value fails where it is used, usually after the model
-    has loaded: `"steps_per_print": "100"` makes the engine evaluate `(global_steps + 1) % "100"` on rank 0 and
-    raise `TypeError` at the first optimizer step.""",
+    (top-level scalars such as `steps_per_print`, `activation_checkpointing`, `flops_profiler`, ...). A
+    `gradient_clipping`, `steps_per_print` or `gradient_predivide_factor` the run fails on is DS111 instead.""",
+    why="""`DeepSpeedConfig` accepts anything there and the value does whatever Python makes of it where it is
+    used: `"steps_per_print": true` counts as 1, so rank 0 prints a progress report at every step.""",
     fails_in=(SILENT,),
     failing=ds("""
         {
           "train_micro_batch_size_per_gpu": 4,
-          "steps_per_print": "100"
+          "steps_per_print": true
         }
         """),
     passing=ds("""
@@ -344,7 +345,39 @@ PRESENCE_ENABLES = Rule(
     ),
 )
 
+STEP_VALUE = Rule(
+    "DS111", "step-value", ERROR,
+    summary="gradient_clipping, steps_per_print or gradient_predivide_factor is not a number; training fails on it",
+    what="""Reports a `gradient_clipping`, `steps_per_print` or `gradient_predivide_factor` that is not a number (a
+    quoted `"1.0"`, null, a list) where the run computes with it. `"auto"` is DS700's, hjson's `.5` and `NaN`
+    DS003's.""",
+    why="""`DeepSpeedConfig` stores these three unchecked and `deepspeed.initialize` passes them on, so the model
+    loads and the job dies in its first training step: `"gradient_clipping": "1.0"` makes the engine evaluate
+    `gradient_clipping() > 0.0` and raise `TypeError: '>' not supported between instances of 'str' and 'float'`.
+    It fails earlier in two cases: with `compute_grad_norm: false`, ZeRO-1/2's optimizer makes that comparison in
+    `deepspeed.initialize`; and the HF Trainer compares `gradient_clipping` with `max_grad_norm`, which a string
+    never equals ("Please correct the following DeepSpeed config values that mismatch TrainingArguments values:
+    - ds gradient_clipping=1.0 vs hf max_grad_norm=1.0").""",
+    fails_in=(INITIALIZE, STEP),
+    failing=ds("""
+        {
+          "train_micro_batch_size_per_gpu": 4,
+          "gradient_clipping": "1.0",
+          "zero_optimization": {"stage": 2}
+        }
+        """),
+    passing=ds("""
+        {
+          "train_micro_batch_size_per_gpu": 4,
+          "gradient_clipping": 1.0,
+          "zero_optimization": {"stage": 2}
+        }
+        """),
+    fix="""Write a JSON number: `1.0`, not `"1.0"` (`"gradient_clipping": 0` switches clipping off, `"steps_per_print":
+    null` the progress report).""",
+)
+
 RULES = (
     REMOVED_KEY, UNKNOWN_KEY, IGNORED_KEY, INVALID_VALUE, DEPRECATED_KEY, CONFLICTING_KEYS, COERCED_VALUE,
-    AUTO_IGNORED, STRICT_KEY, WRONG_TYPE, PRESENCE_ENABLES,
+    AUTO_IGNORED, STRICT_KEY, WRONG_TYPE, PRESENCE_ENABLES, STEP_VALUE,
 )

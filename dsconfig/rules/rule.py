@@ -12,8 +12,8 @@ Writing a rule:
   * `what`: what dsconfig checks, in one or two sentences.
   * `why`: the failure the user would otherwise hit, with DeepSpeed's / Accelerate's / the
     Trainer's own message where there is one.
-  * `fails_in`: every phase a finding of the rule can name (LOAD, PARSE, INITIALIZE, LAUNCH, or
-    SILENT when nothing fails and the setting is silently wrong).
+  * `fails_in`: every phase a finding of the rule can name (LOAD, PARSE, INITIALIZE, LAUNCH, STEP,
+    or SILENT when nothing fails and the setting is silently wrong).
   * `failing` / `passing`: the smallest realistic config showing the problem, and the same config fixed.
   * `fix`: what to change.
   * `autofix`: None when findings never carry a fix; else whether `--fix` may apply it (SAFE) or

@@ -492,10 +492,31 @@ WORKER = textwrap.dedent(r"""
             kwargs["optimizer"] = torch.optim.AdamW(model.parameters(), lr=1e-3)
         try:
             eng, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config, **kwargs)
-            eng.destroy()
         except Exception as error:
-            files = [os.path.basename(f.filename) for f in traceback.extract_tb(error.__traceback__)]
-            return {"phase": "initialize", "error": f"{type(error).__name__}: {error}", "files": files}
+            return failed("initialize", error)
+        return first_step(eng, job)
+
+    def failed(phase, error):
+        files = [os.path.basename(f.filename) for f in traceback.extract_tb(error.__traceback__)]
+        return {"phase": phase, "error": f"{type(error).__name__}: {error}", "files": files}
+
+    def first_step(eng, job):
+        # With job["step"], one training step: forward, backward and step for each micro batch of a train batch.
+        try:
+            if job.get("step"):
+                dtype = (torch.float16 if eng.fp16_enabled() else torch.bfloat16 if eng.bfloat16_enabled()
+                         else torch.float32)
+                batch = torch.ones(1, 4, dtype=dtype)
+                if job.get("pipeline"):
+                    eng.train_batch(data_iter=iter([(batch, batch)] * eng.gradient_accumulation_steps()))
+                else:
+                    for _ in range(eng.gradient_accumulation_steps()):
+                        eng.backward(eng(batch).float().pow(2).mean())
+                        eng.step()
+        except Exception as error:
+            return failed("step", error)
+        finally:
+            eng.destroy()
         return {"phase": None}
 
     def checkpointing(job):
@@ -554,15 +575,14 @@ WORKER = textwrap.dedent(r"""
             model.parameters(), lr=1e-3)
         objects = [model, optimizer, data] + ([DummyScheduler(optimizer)] if "scheduler" in config else [])
         try:
-            accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(hf_ds_config=json.loads(json.dumps(config))))
-            prepared = accelerator.prepare(*objects)
-            prepared[0].destroy()
-        except Exception as error:
-            files = [os.path.basename(f.filename) for f in traceback.extract_tb(error.__traceback__)]
-            return {"phase": "initialize", "error": f"{type(error).__name__}: {error}", "files": files}
+            try:
+                plugin = DeepSpeedPlugin(hf_ds_config=json.loads(json.dumps(config)))
+                prepared = Accelerator(deepspeed_plugin=plugin).prepare(*objects)
+            except Exception as error:
+                return failed("initialize", error)
+            return first_step(prepared[0], job)
         finally:
             AcceleratorState._reset_state(True)
-        return {"phase": None}
 
     for line in sys.stdin:
         job = json.loads(line)

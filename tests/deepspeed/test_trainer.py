@@ -32,6 +32,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from dsconfig.phases import INITIALIZE, STEP
+from tests.helpers import lint_text
+
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 pytest.importorskip("deepspeed")
@@ -306,6 +309,17 @@ def test_string_number_mismatches():
     assert "JSON string" in errors[0].message and errors[0].fix == "8"
     assert real_run(config, {"gradient_accumulation_steps": 8}, 1, None).lines == [
         "- ds gradient_accumulation_steps=8 vs hf gradient_accumulation_steps=8"]
+
+
+@pytest.mark.parametrize("value,fails", [("1.0", True), ([1], True), (None, False), (1.0, False)])
+def test_a_gradient_clipping_that_is_no_number_is_a_mismatch(value, fails):
+    """fill_match compares any concrete value with max_grad_norm (a string never equals it) and skips a null,
+    which then reaches the engine's first step: dsconfig.deepspeed.step says initialize resp. step."""
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_clipping": value, "zero_optimization": {}}
+    assert bool(real_run(config, {}, 1, None).lines) == fails
+    found = lint_text(json.dumps(config), "ds_config.json", target="hf-trainer")
+    phases = {f.fails_in for f in found if f.pointer == "/gradient_clipping"}
+    assert phases == ({INITIALIZE} if fails else {STEP} if value is None else set())
 
 
 def test_without_training_args_one_info_listing_the_fills():
