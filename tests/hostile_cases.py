@@ -203,6 +203,11 @@ def _stdin_too_large(folder: str) -> Spec:
     return Spec(_lint("-", "--stdin-filename", "ds_config.json"), stdin="input.bin")
 
 
+def _stdin_large_limit(folder: str) -> Spec:
+    _write(folder, "input.json", CONFIG)
+    return Spec(_lint("-", "--stdin-filename", "ds_config.json", "--max-file-size", "30G"), stdin="input.json")
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -249,6 +254,10 @@ CASES = [
     Case("closed-stdout", _closed_stdout, 1, ""),
     Case("stdin-binary", _stdin_binary, 1, "not UTF-8", "ds_config.json:2:118"),
     Case("stdin-too-large", _stdin_too_large, 2, "ds_config.json: is larger than 256 KiB"),
+    # --max-file-size is a limit, not a buffer size: read(limit + 1) allocated 30 GiB up front
+    Case("max-file-size-30g", _file("ds_config.json", CONFIG, "--max-file-size", "30G"), 0, "DS509",
+         "ds_config.json:1:1"),
+    Case("max-file-size-30g-stdin", _stdin_large_limit, 0, "DS509", "ds_config.json:1:1"),
 ]
 
 
