@@ -292,17 +292,27 @@ def count_parameters(shape: ModelShape) -> tuple[int, int]:
     `_all_live` estimators compute from a live model.
     """
     modules = _module_params(shape)
-    return sum(modules), max(modules)
+    return sum(size * times for size, times in modules), max(size for size, times in modules if times)
 
 
 def _linear(n_in: int, n_out: int, bias: bool = False) -> int:
     return n_in * n_out + (n_out if bias else 0)
 
 
-def _module_params(s: ModelShape) -> list[int]:
+def _once(*sizes: int) -> list[tuple[int, int]]:
+    return [(size, 1) for size in sizes]
+
+
+def _each(sizes: list[int], times: int) -> list[tuple[int, int]]:
+    """Modules repeated in every layer, as (size, times): the work does not grow with the layer count."""
+    return [(size, times) for size in sizes]
+
+
+def _module_params(s: ModelShape) -> list[tuple[int, int]]:
+    """(direct parameters of a module, how many such modules), module by module."""
     h, V = s.hidden, s.vocab
     f = s.family
-    mods: list[int] = []
+    mods: list[tuple[int, int]] = []
     if f in LLAMA_LIKE or f == "gemma2":
         x = s.extra
         qkv_bias = x.get("qkv_bias", False) or x.get("attention_bias", False)
@@ -322,15 +332,15 @@ def _module_params(s: ModelShape) -> list[int]:
             mb = x.get("mlp_bias", False)
             layer += [_linear(h, s.intermediate, mb), _linear(h, s.intermediate, mb), _linear(s.intermediate, h, mb)]
         layer += [h] * (4 if f == "gemma2" else 2)  # RMSNorm weights
-        mods += [V * h] + layer * s.layers + [h]
+        mods += _once(V * h) + _each(layer, s.layers) + _once(h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "gpt2":
         layer = [2 * h, _linear(h, 3 * h, True), _linear(h, h, True), 2 * h,
                  _linear(h, s.intermediate, True), _linear(s.intermediate, h, True)]
-        mods += [V * h, s.max_positions * h] + layer * s.layers + [2 * h]
+        mods += _once(V * h, s.max_positions * h) + _each(layer, s.layers) + _once(2 * h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "falcon":
         x = s.extra
         bias = x["bias"]
@@ -346,50 +356,47 @@ def _module_params(s: ModelShape) -> list[int]:
             layer += [2 * h]
             if not x["parallel_attn"]:
                 layer += [2 * h]
-        mods += [V * h] + layer * s.layers + [2 * h]
+        mods += _once(V * h) + _each(layer, s.layers) + _once(2 * h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "bloom":
         layer = [2 * h, _linear(h, 3 * h, True), _linear(h, h, True), 2 * h,
                  _linear(h, 4 * h, True), _linear(4 * h, h, True)]
-        mods += [V * h, 2 * h] + layer * s.layers + [2 * h]
+        mods += _once(V * h, 2 * h) + _each(layer, s.layers) + _once(2 * h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "t5":
         inner = s.q_dim
         attention = [h * inner] * 4
         ff = [h * s.intermediate] * (2 if s.mlp.startswith("gated") else 1) + [s.intermediate * h]
         bias_table = s.extra["buckets"] * s.heads
-        mods.append(V * h)
+        mods += _once(V * h)
         for stack_layers, cross in ((s.layers, False), (s.decoder_layers, True)):
-            for i in range(stack_layers):
-                mods += attention + [h] + ([bias_table] if i == 0 else [])
-                if cross:
-                    mods += attention + [h]
-                mods += ff + [h]
-            mods.append(h)  # final layer norm
+            block = attention + [h] + (attention + [h] if cross else []) + ff + [h]
+            mods += _each(block, stack_layers) + (_once(bias_table) if stack_layers else [])  # in the first block
+            mods += _once(h)  # final layer norm
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "vit":
         patches = (s.image_size // s.patch_size) ** 2
         bias = s.extra.get("qkv_bias", True)
-        mods += [h + (patches + 1) * h, _linear(s.channels * s.patch_size ** 2, h, True)]
+        mods += _once(h + (patches + 1) * h, _linear(s.channels * s.patch_size ** 2, h, True))
         layer = [_linear(h, h, bias)] * 3 + [_linear(h, h, True), _linear(h, s.intermediate, True),
                                             _linear(s.intermediate, h, True), 2 * h, 2 * h]
-        mods += layer * s.layers + [2 * h, _linear(h, s.labels, True)]
+        mods += _each(layer, s.layers) + _once(2 * h, _linear(h, s.labels, True))
     elif f == "generic":
-        mods += [s.parameters] if not s.layers else _generic_modules(s)
+        mods += _once(s.parameters) if not s.layers else _generic_modules(s)
     else:
         raise ShapeError(f"no parameter count for family {f!r}")
     return mods
 
 
-def _generic_modules(s: ModelShape) -> list[int]:
+def _generic_modules(s: ModelShape) -> list[tuple[int, int]]:
     h = s.hidden
     layer = [h * s.q_dim, h * s.kv_dim, h * s.kv_dim, s.q_dim * h] + [h * s.intermediate] * 3 + [h, h]
-    mods = [s.vocab * h] + layer * s.layers + [h]
+    mods = _once(s.vocab * h) + _each(layer, s.layers) + _once(h)
     if not s.tied_embeddings:
-        mods.append(s.vocab * h)
+        mods += _once(s.vocab * h)
     return mods
 
 
