@@ -203,6 +203,18 @@ def _stdin_too_large(folder: str) -> Spec:
     return Spec(_lint("-", "--stdin-filename", "ds_config.json"), stdin="input.bin")
 
 
+def _command(command: str, *args: str):
+    def make(folder: str) -> Spec:
+        return Spec([*DSCONFIG, command, *args, *(["--stdout"] if command == "generate" else [])])
+    return make
+
+
+def _llama(**sizes) -> bytes:
+    import json
+    config = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, **sizes}
+    return json.dumps(config).encode()  # NaN and Infinity as JSON's readers take them
+
+
 def _stdin_large_limit(folder: str) -> Spec:
     _write(folder, "input.json", CONFIG)
     return Spec(_lint("-", "--stdin-filename", "ds_config.json", "--max-file-size", "30G"), stdin="input.json")
@@ -258,6 +270,31 @@ CASES = [
     Case("max-file-size-30g", _file("ds_config.json", CONFIG, "--max-file-size", "30G"), 0, "DS509",
          "ds_config.json:1:1"),
     Case("max-file-size-30g-stdin", _stdin_large_limit, 0, "DS509", "ds_config.json:1:1"),
+    # estimate / generate sizes: one line naming the option, or the file and the key
+    Case("estimate-params-1e39", _command("estimate", "--params", "999999999999999999999999999T", "--gpu-mem",
+                                          "80GB"), 2, "--params: 999999999999999999999999999T is 1e+39 parameters"),
+    Case("estimate-billion-layers", _command("estimate", "--params", "7B", "--layers", "1000000000"), 2,
+         "--layers is 1000000000, more than 10,000 layers"),
+    Case("generate-huge-seq-len", _command("generate", "--gpu-mem", "80GB", "--seq-len", "9" * 400), 2,
+         "--seq-len is a 400-digit number"),
+    Case("generate-huge-gpu-mem", _command("generate", "--gpu-mem", "9" * 400 + "GB"), 2,
+         "more memory than any machine has"),
+    Case("estimate-model-1e12-layers", _model_config(_llama(num_hidden_layers=1e12), "estimate"), 2,
+         "config.json: num_hidden_layers is 1000000000000.0, more than 10,000 layers"),
+    Case("generate-model-10-12-layers", _model_config(_llama(num_hidden_layers=10 ** 12), "generate"), 2,
+         "config.json: num_hidden_layers is 1000000000000, more than 10,000 layers"),
+    Case("generate-model-float-layers", _model_config(_llama(num_hidden_layers=32.0), "generate"), 2,
+         "config.json: num_hidden_layers must be an integer, not 32.0"),
+    Case("generate-model-nan-head-dim", _model_config(_llama(head_dim=float("nan")), "generate"), 2,
+         "config.json: head_dim must be a positive integer, not NaN"),
+    Case("estimate-model-infinite-vocab", _model_config(_llama(vocab_size=float("inf")), "estimate"), 2,
+         "config.json: vocab_size must be a positive integer, not Infinity"),
+    Case("estimate-model-bool-intermediate", _model_config(_llama(intermediate_size=True), "estimate"), 2,
+         "config.json: intermediate_size must be a positive integer, not true"),
+    # the deepest model accepted, planned through every rung and node count: the work is not per layer
+    Case("generate-model-10000-layers", _model_config(_llama(num_hidden_layers=10_000, hidden_size=8192,
+                                                             intermediate_size=28672), "generate"), 2,
+         "does not fit 1 node × 2 GPUs of 74.5 GiB: even ZeRO-3"),
 ]
 
 
