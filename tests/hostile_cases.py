@@ -209,6 +209,13 @@ def _command(command: str, *args: str):
     return make
 
 
+def _estimate_ds_config(data: bytes):
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", data)
+        return Spec([*DSCONFIG, "estimate", "ds_config.json", "--model", "gpt2", "--gpu-mem", "80GB"])
+    return make
+
+
 def _llama(**sizes) -> bytes:
     import json
     config = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, **sizes}
@@ -291,6 +298,9 @@ CASES = [
          "config.json: vocab_size must be a positive integer, not Infinity"),
     Case("estimate-model-bool-intermediate", _model_config(_llama(intermediate_size=True), "estimate"), 2,
          "config.json: intermediate_size must be a positive integer, not true"),
+    Case("estimate-ds-config-huge-micro-batch", _estimate_ds_config(b'{"train_micro_batch_size_per_gpu": 1'
+                                                                    + b"0" * 400 + b"}"), 2,
+         "ds_config.json: train_micro_batch_size_per_gpu is a 401-digit number"),
     # the deepest model accepted, planned through every rung and node count: the work is not per layer
     Case("generate-model-10000-layers", _model_config(_llama(num_hidden_layers=10_000, hidden_size=8192,
                                                              intermediate_size=28672), "generate"), 2,

@@ -110,7 +110,7 @@ def test_what_transformers_refuses_dsconfig_refuses():
     (["--params", "100T", "--layers", "1"], "in 1 layers make a hidden size of 2,884,096, more than 1,048,576"),
     (["--model", "gpt2", "--seq-len", "1" + "0" * 400], "--seq-len is a 401-digit number, more than"),
     (["--model", "gpt2", "--seq-len", "9" * 5000], "--seq-len is a 5000-digit number, more than"),
-    (["--model", "gpt2", "--micro-batch", "100000"], "--micro-batch is 100000, more than 65,536 samples"),
+    (["--model", "gpt2", "--micro-batch", "2000000000"], "--micro-batch is 2000000000, more than 1,073,741,824"),
     (["--model", "gpt2", "--gpus", "1" + "0" * 40], "--gpus is a 41-digit number, more than 65,536 GPUs"),
     (["--model", "gpt2", "--nodes", "1000000"], "--nodes is 1000000, more than 131,072 nodes"),
     (["--model", "gpt2", "--cpu-mem", "1" + "0" * 400 + "GB"], "more memory than any machine has"),
@@ -177,3 +177,13 @@ def test_count_says_what_is_wrong(value, message):
     with pytest.raises(limits.LimitError) as raised:
         limits.count(value, "n", limits.LAYERS)
     assert str(raised.value).startswith(message), raised.value
+
+
+@pytest.mark.parametrize("written,shown", [("1" + "0" * 400, "a 401-digit number"), ("1e300", "1e+300")])
+def test_a_ds_config_micro_batch_past_the_bound_is_an_error_naming_file_and_key(tmp_path, written, shown):
+    # DeepSpeed takes any positive micro batch; a 401-digit one overflowed the estimate's float arithmetic
+    path = tmp_path / "ds_config.json"
+    path.write_text(f'{{"train_micro_batch_size_per_gpu": {written}}}')
+    message = _one_line(CliRunner().invoke(estimate, [str(path), "--model", "gpt2", "--gpu-mem", "80GB"]),
+                        "dsconfig estimate")
+    assert f"{path}: train_micro_batch_size_per_gpu is {shown}, more than 1,073,741,824 samples" in message
