@@ -264,6 +264,8 @@ def trainer_total_steps(args: dict, dataset_size: int | None, world_size: int | 
                       args["gradient_accumulation_steps"], world_size, args["dataloader_drop_last"])
     if plan.batches_per_gpu == 0:
         return None, ""  # the Trainer raises before DeepSpeed starts (dataset_table says so)
+    if args["max_steps"] == 0:  # the epochs count only when max_steps is negative: the Trainer keeps 0
+        return 0, "max_steps 0"
     total = math.ceil(args["num_train_epochs"] * plan.optimizer_steps)
     how = (f"ceil({args['num_train_epochs']:g} epochs × {plan.optimizer_steps} optimizer steps per epoch) for "
            f"{dataset_size} samples at world size {world_size}")
@@ -376,7 +378,7 @@ def _finalize_steps(args: dict, total: int | None, how: str, world_size: int | N
     total_value = UNKNOWN if total is None else total
     warm = warmup_steps(args, total)
     warm_value = UNKNOWN if warm is None else max(1, warm)
-    dependent = world_size if (total is not None and args["max_steps"] <= 0) else None
+    dependent = world_size if (total is not None and args["max_steps"] < 0) else None
     warm_dependent = dependent if 0 < args["warmup_steps"] < 1 else None
     ratio = args["warmup_steps"]
     if ratio >= 1:
@@ -935,7 +937,7 @@ def _table_message(plan: EpochPlan, n: int, target: Target, row: str, args: dict
     if target is HF_TRAINER and given is not None:
         total, _ = trainer_total_steps(args, n, w)
         if total is not None:
-            how = "max_steps" if args["max_steps"] > 0 else f"{args['num_train_epochs']:g} epochs"
+            how = "max_steps" if args["max_steps"] >= 0 else f"{args['num_train_epochs']:g} epochs"
             text += f"; {total} optimizer steps in total ({how})"
     text += (f". {_HOW[target]}. Optimizer steps per epoch by world size: {row}; they should fall as "
              "1/world_size; steps that fall with the square of the GPU count mean the training code splits the data "

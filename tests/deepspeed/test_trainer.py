@@ -182,7 +182,7 @@ training_args = st.fixed_dictionaries({
     "bf16_full_eval": maybe(st.booleans()),
     "warmup_steps": maybe(st.sampled_from([0, 1, 5, 0.1, 0.5, 10.5])),
     "num_train_epochs": maybe(st.sampled_from([1, 2.5, 3.0])),
-    "max_steps": maybe(st.sampled_from([7, 100])),
+    "max_steps": maybe(st.sampled_from([0, 7, 100])),  # 0: the Trainer keeps 0 steps, epochs or not
     "auto_find_batch_size": maybe(st.booleans()),
     "save_on_each_node": maybe(st.booleans()),
     "dataloader_drop_last": maybe(st.booleans()),
