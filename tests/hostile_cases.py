@@ -216,6 +216,16 @@ def _estimate_ds_config(data: bytes):
     return make
 
 
+def _training_args(data: bytes):
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", b'{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {}, '
+               b'"scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": "auto"}}}')
+        _write(folder, "args.json", data)
+        return Spec(_lint("ds_config.json", "--training-args", "args.json", "--world-size", "2", "--dataset-size",
+                          "1000"))
+    return make
+
+
 def _llama(**sizes) -> bytes:
     import json
     config = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, **sizes}
@@ -301,6 +311,15 @@ CASES = [
     Case("estimate-ds-config-huge-micro-batch", _estimate_ds_config(b'{"train_micro_batch_size_per_gpu": 1'
                                                                     + b"0" * 400 + b"}"), 2,
          "ds_config.json: train_micro_batch_size_per_gpu is a 401-digit number"),
+    # TrainingArguments that the Trainer accepts and train() fails on: one line naming the file and the key
+    Case("training-args-nan-epochs", _training_args(b'{"num_train_epochs": NaN}'), 2,
+         "training arguments args.json: num_train_epochs is NaN"),
+    Case("training-args-infinite-epochs", _training_args(b'{"num_train_epochs": Infinity}'), 2,
+         "training arguments args.json: num_train_epochs is Infinity"),
+    Case("training-args-1e308-epochs", _training_args(b'{"num_train_epochs": 1e308}'), 2,
+         "training arguments args.json: num_train_epochs is 1e+308"),
+    Case("training-args-nan-warmup", _training_args(b'{"warmup_steps": NaN}'), 2,
+         "training arguments args.json: warmup_steps is NaN"),
     # the deepest model accepted, planned through every rung and node count: the work is not per layer
     Case("generate-model-10000-layers", _model_config(_llama(num_hidden_layers=10_000, hidden_size=8192,
                                                              intermediate_size=28672), "generate"), 2,

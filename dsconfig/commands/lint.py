@@ -70,6 +70,11 @@ def _selectors(values, option: str) -> tuple[str, ...] | None:
     return items
 
 
+# Samples in a training set: sixty times the tokens Llama 3 was trained on (15 trillion), let alone
+# samples. It keeps epochs × steps per epoch a finite float in the Trainer's step count.
+MAX_DATASET_SIZE = 10 ** 15
+
+
 def _fail(message: str) -> None:
     click.echo(f"dsconfig: error: {message}", err=True)
     sys.exit(2)
@@ -85,7 +90,7 @@ def _fail(message: str) -> None:
 @click.option("--nodes", type=click.IntRange(min=1), help="Number of nodes (with --gpus).")
 @click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
               help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
-@click.option("--dataset-size", type=click.IntRange(min=1), metavar="N",
+@click.option("--dataset-size", type=click.IntRange(min=1, max=MAX_DATASET_SIZE), metavar="N",
               help="Training samples: add optimizer steps per epoch at each world size.")
 @click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
               show_default=True, help="Output format.")
@@ -181,8 +186,8 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
         from ..deepspeed.trainer import load_training_args
         try:
             args = load_training_args(training_args)
-        except ValueError as error:
-            raise click.UsageError(str(error)) from None
+        except ValueError as error:  # the file's problem, not the command line's: one line naming it
+            _fail(str(error))
     max_bytes = files_module.MAX_BYTES
     if max_file_size is not None:
         try:
