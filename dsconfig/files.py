@@ -46,7 +46,7 @@ def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
     """The file's bytes. Raises FileError when it cannot be read, TooLarge past `limit` bytes."""
     try:
         with open(path, "rb") as handle:
-            data = _read_at_most(handle, limit + 1)
+            data = read_at_most(handle, limit + 1)
             if len(data) > limit:
                 raise TooLarge(path, _size(handle), limit)
     except OSError as error:
@@ -56,14 +56,16 @@ def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
 
 def read_stream(stream, name: str, limit: int = MAX_BYTES) -> bytes:
     """Standard input, bounded like a file (the rest is left unread)."""
-    data = _read_at_most(stream, limit + 1)
+    data = read_at_most(stream, limit + 1)
     if len(data) > limit:
         raise TooLarge(name, None, limit)
     return data
 
 
-def _read_at_most(handle, count: int) -> bytes:
-    """Up to `count` bytes, in CHUNK pieces: memory follows what the file holds, not `count`."""
+def read_at_most(handle, count: int) -> bytes:
+    """Up to `count` bytes of a binary handle, in CHUNK pieces: memory follows what the file holds, not
+    `count` (nor the size the file claims: `read()` sizes its buffer from st_size, 30 GiB for a sparse
+    file)."""
     pieces, have = [], 0
     while have < count:
         piece = handle.read(min(CHUNK, count - have))

@@ -144,10 +144,13 @@ class PatternSet:
 
 
 def read_gitignore(folder: str) -> PatternSet | None:
+    """The folder's .gitignore patterns (None without one); files.TooLarge past files.MAX_BYTES."""
+    from .files import FileError, TooLarge, read_bytes
     try:
-        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
+        lines = read_bytes(os.path.join(folder, ".gitignore")).decode("utf-8", "replace").splitlines()
+    except TooLarge:
+        raise
+    except FileError:
         return None
     patterns = PatternSet(folder, lines)
     return patterns or None

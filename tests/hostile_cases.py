@@ -226,6 +226,16 @@ def _training_args(data: bytes):
     return make
 
 
+def _sparse(name: str):
+    # 30 GiB that take no disk space: read() sized its buffer from st_size and raised MemoryError
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", CONFIG)
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.truncate(30 << 30)
+        return Spec(_lint("."))
+    return make
+
+
 def _llama(**sizes) -> bytes:
     import json
     config = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, **sizes}
@@ -287,6 +297,8 @@ CASES = [
     Case("max-file-size-30g", _file("ds_config.json", CONFIG, "--max-file-size", "30G"), 0, "DS509",
          "ds_config.json:1:1"),
     Case("max-file-size-30g-stdin", _stdin_large_limit, 0, "DS509", "ds_config.json:1:1"),
+    Case("sparse-gitignore-30g", _sparse(".gitignore"), 2, ".gitignore: is 30 GiB"),
+    Case("sparse-settings-30g", _sparse(".dsconfig.toml"), 2, ".dsconfig.toml: is larger than 256 KiB"),
     # estimate / generate sizes: one line naming the option, or the file and the key
     Case("estimate-params-1e39", _command("estimate", "--params", "999999999999999999999999999T", "--gpu-mem",
                                           "80GB"), 2, "--params: 999999999999999999999999999T is 1e+39 parameters"),

@@ -88,3 +88,37 @@ def test_lint_refuses_such_a_size_as_a_usage_error(tmp_path):
     result = CliRunner().invoke(lint, [str(tmp_path / "ds_config.json"), "--max-file-size", "9" * 400 + "G"])
     assert result.exit_code == 2, result.exception  # click's usage error, not an OverflowError
     assert "--max-file-size" in result.output and "larger than any file" in result.output
+
+
+@pytest.mark.parametrize("name,says", [
+    (".gitignore", ("dsconfig: error: ./.gitignore: is 30 GiB, more than any config holds; not read (the limit is "
+                    "256 KiB)")),
+    (".dsconfig.toml", ("dsconfig: error: .dsconfig.toml: is larger than 256 KiB, more than any configuration file "
+                        "holds; not read")),
+])
+def test_the_files_lint_finds_itself_are_bounded_too(tmp_path, monkeypatch, name, says):
+    # read() sizes its buffer from st_size: a sparse 30 GiB .gitignore or settings file was a MemoryError
+    from click.testing import CliRunner
+
+    from dsconfig.commands.lint import lint
+
+    (tmp_path / "ds_config.json").write_bytes(CONFIG)
+    with open(tmp_path / name, "wb") as handle:
+        handle.truncate(30 << 30)  # sparse: no disk space used
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(lint, ["."])
+    assert result.exit_code == 2 and result.stderr == says + "\n", result.output
+
+
+def test_a_pyproject_past_the_limit_is_skipped_unless_it_has_the_table(tmp_path, monkeypatch):
+    from dsconfig import settings
+
+    (tmp_path / ".git").mkdir()
+    with open(tmp_path / "pyproject.toml", "wb") as handle:
+        handle.truncate(30 << 30)
+    monkeypatch.chdir(tmp_path)
+    assert settings.discover() is None  # no [tool.dsconfig] in its first 256 KiB: not dsconfig's file
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.dsconfig]\n" + b" " * files.MAX_BYTES)
+    assert settings.discover() == str(tmp_path / "pyproject.toml")
+    with pytest.raises(settings.ConfigError, match="pyproject.toml: is larger than 256 KiB"):
+        settings.resolve()

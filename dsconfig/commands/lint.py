@@ -228,6 +228,7 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
          unsafe: bool) -> Outcome:
     """Collect the files, lint them (and fix them), keep what is selected and not suppressed."""
     from .. import engine
+    from ..files import FileError
     from ..suppress import Suppressor, apply
 
     settings = selection.settings
@@ -246,6 +247,8 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         else:
             found, documents = engine.lint_files(files, inputs.options)
     except engine.UsageError as error:
+        _fail(str(error))
+    except FileError as error:  # a .gitignore larger than any
         _fail(str(error))
     except engine.InternalError as error:
         _internal_error(str(error))
