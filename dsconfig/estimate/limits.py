@@ -2,8 +2,9 @@
 check every count from a config.json or the command line goes through.
 
 Each bound sits far above anything trained, so no real input meets it; what it stops is a typo or a
-hostile file: the shape code keeps per-layer lists (a billion layers would need gigabytes), and the
-memory arithmetic passes through floats (past 1.8e308 they overflow).
+hostile file, whose answer would mean nothing and whose arithmetic would overflow the floats the
+memory figures pass through (past 1.8e308). The work itself does not grow with the sizes: a layer
+kind is counted once with its number of layers (shapes._module_params, activations._Parts).
 
 Standard library only: this module is on the fast `dsconfig estimate` path.
 """
