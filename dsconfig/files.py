@@ -16,6 +16,9 @@ import re
 import stat
 
 MAX_BYTES = 256 << 10
+# Files are read in pieces of this size: `read(limit + 1)` allocates its whole buffer first, so
+# `--max-file-size 30G` would ask for 30 GiB before reading a single byte of a 2 KB config.
+CHUNK = 64 << 10
 
 
 class FileError(Exception):
@@ -44,7 +47,7 @@ def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
     """The file's bytes. Raises FileError when it cannot be read, TooLarge past `limit` bytes."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+            data = read_at_most(handle, limit + 1)
             if len(data) > limit:
                 raise TooLarge(path, _size(handle), limit)
     except OSError as error:
@@ -54,10 +57,24 @@ def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
 
 def read_stream(stream, name: str, limit: int = MAX_BYTES) -> bytes:
     """Standard input, bounded like a file (the rest is left unread)."""
-    data = stream.read(limit + 1)
+    data = read_at_most(stream, limit + 1)
     if len(data) > limit:
         raise TooLarge(name, None, limit)
     return data
+
+
+def read_at_most(handle, count: int) -> bytes:
+    """Up to `count` bytes of a binary handle, in CHUNK pieces: memory follows what the file holds, not
+    `count` (nor the size the file claims: `read()` sizes its buffer from st_size, 30 GiB for a sparse
+    file)."""
+    pieces, have = [], 0
+    while have < count:
+        piece = handle.read(min(CHUNK, count - have))
+        if not piece:
+            break
+        pieces.append(piece)
+        have += len(piece)
+    return b"".join(pieces)
 
 
 def _size(handle) -> int | None:
@@ -115,6 +132,8 @@ def parse_file_size(text: str) -> int:
         raise ValueError(f"{text!r} is not a size (use e.g. 4MB, 512KB or 65536)")
     number, unit = float(match.group(1)), (match.group(2) or "b").lower()
     scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(unit[0], 1)
+    if number * scale == float("inf"):  # 400 digits: no float holds it, and no disk either
+        raise ValueError(f"{text[:40]!r}... is larger than any file")
     size = int(number * scale)
     if size < 1:
         raise ValueError(f"{text!r} is not a positive size")

@@ -357,10 +357,16 @@ class PatternSet:
 
 
 def read_gitignore(folder: str) -> PatternSet | None:
+    """The folder's .gitignore patterns (None without one); files.TooLarge past files.MAX_BYTES."""
+    from .files import FileError, TooLarge, read_bytes
     try:
-        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
+        path = os.path.join(folder, ".gitignore")
+        if not os.path.isfile(path):  # none, or a FIFO or device that reading would block on
+            return None
+        text = read_bytes(path).decode("utf-8", "replace")
+    except TooLarge:
+        raise
+    except FileError:
         return None
     # git splits at "\n" only (not at the other line breaks str.splitlines knows) and skips a UTF-8 BOM
     patterns = PatternSet(folder, text.removeprefix("\ufeff").split("\n"))

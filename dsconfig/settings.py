@@ -110,9 +110,10 @@ def discover(start: str | None = None) -> str | None:
 
 
 def _mentions_tool_table(path: str) -> bool:
+    from .files import MAX_BYTES, read_at_most
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return "[tool.dsconfig" in handle.read()
+        with open(path, "rb") as handle:
+            return b"[tool.dsconfig" in read_at_most(handle, MAX_BYTES + 1)  # load() refuses a larger one
     except OSError:
         return False
 
@@ -132,10 +133,15 @@ def resolve(config: str | None = None, no_config: bool = False) -> Settings:
 def load(path: str) -> Settings:
     import tomllib
 
+    from .files import MAX_BYTES, format_size, read_at_most
+
     shown = _shown(path)
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            raw = read_at_most(handle, MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise ConfigError(f"{shown}: is larger than {format_size(MAX_BYTES)}, more than any configuration file "
+                              "holds; not read")
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
     except OSError as error:

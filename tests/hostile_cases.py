@@ -321,6 +321,48 @@ def _fifo_output(folder: str) -> Spec | None:
 
 def _missing_control_name(folder: str) -> Spec:
     return Spec(_lint("nowhere/\x1b]0;title\x07\n::error::x.json"))
+def _command(command: str, *args: str):
+    def make(folder: str) -> Spec:
+        return Spec([*DSCONFIG, command, *args, *(["--stdout"] if command == "generate" else [])])
+    return make
+
+
+def _estimate_ds_config(data: bytes):
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", data)
+        return Spec([*DSCONFIG, "estimate", "ds_config.json", "--model", "gpt2", "--gpu-mem", "80GB"])
+    return make
+
+
+def _training_args(data: bytes):
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", b'{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {}, '
+               b'"scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": "auto"}}}')
+        _write(folder, "args.json", data)
+        return Spec(_lint("ds_config.json", "--training-args", "args.json", "--world-size", "2", "--dataset-size",
+                          "1000"))
+    return make
+
+
+def _sparse(name: str):
+    # 30 GiB that take no disk space: read() sized its buffer from st_size and raised MemoryError
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", CONFIG)
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.truncate(30 << 30)
+        return Spec(_lint("."))
+    return make
+
+
+def _llama(**sizes) -> bytes:
+    import json
+    config = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, **sizes}
+    return json.dumps(config).encode()  # NaN and Infinity as JSON's readers take them
+
+
+def _stdin_large_limit(folder: str) -> Spec:
+    _write(folder, "input.json", CONFIG)
+    return Spec(_lint("-", "--stdin-filename", "ds_config.json", "--max-file-size", "30G"), stdin="input.json")
 
 
 CASES = [
@@ -427,6 +469,49 @@ CASES = [
          1, "first optimizer step", "ds_config.json:3:24"),
     Case("step-huge-list-clipping", _file("ds_config.json", b'{"train_batch_size": 8, "gradient_clipping": ['
                                           + b"0, " * 80_000 + b"0]}"), 1, "array [0, 0, 0", "ds_config.json:1:46"),
+    # --max-file-size is a limit, not a buffer size: read(limit + 1) allocated 30 GiB up front
+    Case("max-file-size-30g", _file("ds_config.json", CONFIG, "--max-file-size", "30G"), 0, "DS509",
+         "ds_config.json:1:1"),
+    Case("max-file-size-30g-stdin", _stdin_large_limit, 0, "DS509", "ds_config.json:1:1"),
+    Case("sparse-gitignore-30g", _sparse(".gitignore"), 2, ".gitignore: is 30 GiB"),
+    Case("sparse-settings-30g", _sparse(".dsconfig.toml"), 2, ".dsconfig.toml: is larger than 256 KiB"),
+    # estimate / generate sizes: one line naming the option, or the file and the key
+    Case("estimate-params-1e39", _command("estimate", "--params", "999999999999999999999999999T", "--gpu-mem",
+                                          "80GB"), 2, "--params: 999999999999999999999999999T is 1e+39 parameters"),
+    Case("estimate-billion-layers", _command("estimate", "--params", "7B", "--layers", "1000000000"), 2,
+         "--layers is 1000000000, more than 10,000 layers"),
+    Case("generate-huge-seq-len", _command("generate", "--gpu-mem", "80GB", "--seq-len", "9" * 400), 2,
+         "--seq-len is a 400-digit number"),
+    Case("generate-huge-gpu-mem", _command("generate", "--gpu-mem", "9" * 400 + "GB"), 2,
+         "more memory than any machine has"),
+    Case("estimate-model-1e12-layers", _model_config(_llama(num_hidden_layers=1e12), "estimate"), 2,
+         "config.json: num_hidden_layers is 1000000000000.0, more than 10,000 layers"),
+    Case("generate-model-10-12-layers", _model_config(_llama(num_hidden_layers=10 ** 12), "generate"), 2,
+         "config.json: num_hidden_layers is 1000000000000, more than 10,000 layers"),
+    Case("generate-model-float-layers", _model_config(_llama(num_hidden_layers=32.0), "generate"), 2,
+         "config.json: num_hidden_layers must be an integer, not 32.0"),
+    Case("generate-model-nan-head-dim", _model_config(_llama(head_dim=float("nan")), "generate"), 2,
+         "config.json: head_dim must be a positive integer, not NaN"),
+    Case("estimate-model-infinite-vocab", _model_config(_llama(vocab_size=float("inf")), "estimate"), 2,
+         "config.json: vocab_size must be a positive integer, not Infinity"),
+    Case("estimate-model-bool-intermediate", _model_config(_llama(intermediate_size=True), "estimate"), 2,
+         "config.json: intermediate_size must be a positive integer, not true"),
+    Case("estimate-ds-config-huge-micro-batch", _estimate_ds_config(b'{"train_micro_batch_size_per_gpu": 1'
+                                                                    + b"0" * 400 + b"}"), 2,
+         "ds_config.json: train_micro_batch_size_per_gpu is a 401-digit number"),
+    # TrainingArguments that the Trainer accepts and train() fails on: one line naming the file and the key
+    Case("training-args-nan-epochs", _training_args(b'{"num_train_epochs": NaN}'), 2,
+         "training arguments args.json: num_train_epochs is NaN"),
+    Case("training-args-infinite-epochs", _training_args(b'{"num_train_epochs": Infinity}'), 2,
+         "training arguments args.json: num_train_epochs is Infinity"),
+    Case("training-args-1e308-epochs", _training_args(b'{"num_train_epochs": 1e308}'), 2,
+         "training arguments args.json: num_train_epochs is 1e+308"),
+    Case("training-args-nan-warmup", _training_args(b'{"warmup_steps": NaN}'), 2,
+         "training arguments args.json: warmup_steps is NaN"),
+    # the deepest model accepted, planned through every rung and node count: the work is not per layer
+    Case("generate-model-10000-layers", _model_config(_llama(num_hidden_layers=10_000, hidden_size=8192,
+                                                             intermediate_size=28672), "generate"), 2,
+         "does not fit 1 node × 2 GPUs of 74.5 GiB: even ZeRO-3"),
 ]
 
 

@@ -73,6 +73,11 @@ def _selectors(values, option: str) -> tuple[str, ...] | None:
     return items
 
 
+# Samples in a training set: sixty times the tokens Llama 3 was trained on (15 trillion), let alone
+# samples. It keeps epochs × steps per epoch a finite float in the Trainer's step count.
+MAX_DATASET_SIZE = 10 ** 15
+
+
 def _fail(message: str) -> None:
     click.echo(escape.line(f"dsconfig: error: {message}"), err=True)
     sys.exit(2)
@@ -112,7 +117,7 @@ def _check_output(output_file: str | None, force: bool) -> None:
 @click.option("--nodes", type=click.IntRange(min=1), help="Number of nodes (with --gpus).")
 @click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
               help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
-@click.option("--dataset-size", type=click.IntRange(min=1), metavar="N",
+@click.option("--dataset-size", type=click.IntRange(min=1, max=MAX_DATASET_SIZE), metavar="N",
               help="Training samples: add optimizer steps per epoch at each world size.")
 @click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
               show_default=True, help="Output format.")
@@ -219,8 +224,8 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
         from ..deepspeed.trainer import load_training_args
         try:
             args = load_training_args(training_args)
-        except ValueError as error:
-            raise click.UsageError(escape.characters(str(error))) from None  # it names the file
+        except ValueError as error:  # the file's problem, not the command line's: one line naming it
+            _fail(str(error))
     max_bytes = files_module.MAX_BYTES
     if max_file_size is not None:
         try:
@@ -261,6 +266,7 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
          unsafe: bool, writing: bool = False) -> Outcome:
     """Collect the files, lint them (and fix them), keep what is selected and not suppressed."""
     from .. import engine
+    from ..files import FileError
     from ..suppress import Suppressor, apply
 
     settings = selection.settings
@@ -288,6 +294,8 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
             found, documents = engine.lint_files(files, options)
         found = collection.problems + found
     except engine.UsageError as error:
+        _fail(str(error))
+    except FileError as error:  # a .gitignore larger than any
         _fail(str(error))
     except engine.InternalError as error:
         _internal_error(str(error))

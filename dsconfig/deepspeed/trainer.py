@@ -112,6 +112,11 @@ _BOOL_KEYS = ("fp16", "bf16", "fp16_full_eval", "bf16_full_eval", "auto_find_bat
 
 MISMATCH_HEAD = "Please correct the following DeepSpeed config values that mismatch TrainingArguments values:"
 
+# A trillion optimizer steps (or epochs, each of at least one step) take 3,000 years at ten steps a
+# second: a run that long is a typo. Below it, epochs × steps per epoch (at most --dataset-size) stays
+# a finite float in the Trainer's math.ceil, and in dsconfig's replay of it.
+MAX_STEPS = 10 ** 12
+
 
 # -- training arguments -------------------------------------------------------------------------
 
@@ -135,6 +140,7 @@ def training_args_errors(training_args) -> list[str]:
     warmup = training_args.get("warmup_steps")
     if isinstance(warmup, (int, float)) and not isinstance(warmup, bool) and warmup < 0:
         errors.append(f"warmup_steps must be >= 0, not {warmup}")  # TrainingArguments raises the same
+    errors += _length_errors(training_args)
     for key in _BOOL_KEYS:
         if key in training_args and not isinstance(training_args[key], bool):
             errors.append(f"{key} must be true or false, not {to_json(training_args[key])}")
@@ -144,6 +150,53 @@ def training_args_errors(training_args) -> list[str]:
     if training_args.get("fp16_full_eval") is True and training_args.get("bf16_full_eval") is True:
         errors.append("fp16_full_eval and bf16_full_eval are both true: TrainingArguments raises")
     return errors
+
+
+def _length_errors(training_args: dict) -> list[str]:
+    """The run's length: values TrainingArguments accepts but Trainer.train() fails on (NaN, Infinity),
+    and lengths no run reaches (past MAX_STEPS)."""
+    errors = []
+    max_steps = training_args.get("max_steps", TRAINING_ARGS_DEFAULTS["max_steps"])
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool):
+        return errors  # reported as not an integer
+    if max_steps > MAX_STEPS:
+        errors.append(f"max_steps is {_shown(max_steps)}, more than {MAX_STEPS:,} optimizer steps (3,000 years at "
+                      "ten steps a second)")
+    epochs = training_args.get("num_train_epochs")
+    # set_initial_training_values reads the epochs when max_steps <= 0 (math.ceil(num_train_epochs) at 0),
+    # and counts the run's steps from them when max_steps < 0
+    if max_steps <= 0 and _is_number(epochs) and not math.isfinite(epochs):
+        ceil = "math.ceil(num_train_epochs × optimizer steps per epoch)" if max_steps < 0 else \
+            "math.ceil(num_train_epochs)"
+        errors.append(f"num_train_epochs is {to_json(epochs)}: with max_steps {max_steps} Trainer.train() computes "
+                      f"{ceil} and raises \"{_ceil_error(epochs)}\"")
+    elif max_steps < 0 and _is_number(epochs) and epochs > MAX_STEPS:
+        text = (f"num_train_epochs is {to_json(epochs)}, more than {MAX_STEPS:,} epochs of at least one optimizer "
+                "step each (3,000 years at ten steps a second)")
+        if math.isinf(epochs * 2):
+            text += (f"; from 2 optimizer steps per epoch Trainer.train() raises \"{_ceil_error(math.inf)}\" in "
+                     "math.ceil(num_train_epochs × optimizer steps per epoch)")
+        errors.append(text)
+    warmup = training_args.get("warmup_steps")
+    if _is_number(warmup) and not math.isfinite(warmup) and warmup != -math.inf:  # -Infinity: "must be >= 0"
+        errors.append(f"warmup_steps is {to_json(warmup)}: when train() starts, the HF Trainer's DeepSpeed setup calls "
+                      f"TrainingArguments.get_warmup_steps, which raises \"{_ceil_error(warmup)}\"")
+    return errors
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _ceil_error(value: float) -> str:
+    """What math.ceil or int() raises on a value that is not finite."""
+    if math.isnan(value):
+        return "ValueError: cannot convert float NaN to integer"
+    return "OverflowError: cannot convert float infinity to integer"
+
+
+def _shown(number: int) -> str:
+    return f"a {len(str(abs(number)))}-digit number" if abs(number) >= 10 ** 30 else str(number)
 
 
 def load_training_args(path) -> dict:
@@ -264,6 +317,8 @@ def trainer_total_steps(args: dict, dataset_size: int | None, world_size: int | 
                       args["gradient_accumulation_steps"], world_size, args["dataloader_drop_last"])
     if plan.batches_per_gpu == 0:
         return None, ""  # the Trainer raises before DeepSpeed starts (dataset_table says so)
+    if args["max_steps"] == 0:  # the epochs count only when max_steps is negative: the Trainer keeps 0
+        return 0, "max_steps 0"
     total = math.ceil(args["num_train_epochs"] * plan.optimizer_steps)
     how = (f"ceil({args['num_train_epochs']:g} epochs × {plan.optimizer_steps} optimizer steps per epoch) for "
            f"{dataset_size} samples at world size {world_size}")
@@ -376,7 +431,7 @@ def _finalize_steps(args: dict, total: int | None, how: str, world_size: int | N
     total_value = UNKNOWN if total is None else total
     warm = warmup_steps(args, total)
     warm_value = UNKNOWN if warm is None else max(1, warm)
-    dependent = world_size if (total is not None and args["max_steps"] <= 0) else None
+    dependent = world_size if (total is not None and args["max_steps"] < 0) else None
     warm_dependent = dependent if 0 < args["warmup_steps"] < 1 else None
     ratio = args["warmup_steps"]
     if ratio >= 1:
@@ -935,7 +990,7 @@ def _table_message(plan: EpochPlan, n: int, target: Target, row: str, args: dict
     if target is HF_TRAINER and given is not None:
         total, _ = trainer_total_steps(args, n, w)
         if total is not None:
-            how = "max_steps" if args["max_steps"] > 0 else f"{args['num_train_epochs']:g} epochs"
+            how = "max_steps" if args["max_steps"] >= 0 else f"{args['num_train_epochs']:g} epochs"
             text += f"; {total} optimizer steps in total ({how})"
     text += (f". {_HOW[target]}. Optimizer steps per epoch by world size: {row}; they should fall as "
              "1/world_size; steps that fall with the square of the GPU count mean the training code splits the data "

@@ -59,8 +59,10 @@ class _Parts:
 
     outside: int = 0  # embeddings, final norm, head, loss: never checkpointed
     loss: int = 0  # part of `outside`
-    units: list = field(default_factory=list)  # per checkpointed layer: (bytes, of which its own input)
-    first_use: list = field(default_factory=list)  # per unit: tensors it is the first to save (shared later)
+    # per kind of checkpointed layer: (bytes, of which its own input, how many such layers), so the cost
+    # does not grow with the layer count
+    units: list = field(default_factory=list)
+    first_use: list = field(default_factory=list)  # per kind: tensors its first layer saves first (shared later)
     unit_inputs: int = 0  # what reentrant checkpointing saves per layer call, summed over layers
     checkpoint_first_use: list | None = None  # first_use when checkpointing, if a first use becomes an input
 
@@ -77,12 +79,14 @@ def estimate(shape: ModelShape, *, batch: int, seq_len: int, precision: str = "b
     family = "llama" if shape.family in LLAMA_LIKE or shape.family == "generic" else shape.family
     s = shape.tokens_per_sample(seq_len)
     parts = _FORMULAS[family](shape, batch, s, dt, flash, precision)
-    layers_total = sum(size for size, _ in parts.units) + sum(parts.first_use)
-    if not checkpointing or not parts.units:
+    layers_total = sum(size * count + first for (size, _, count), first in zip(parts.units, parts.first_use) if count)
+    if not checkpointing or not any(count for _, _, count in parts.units):
         total = parts.outside + layers_total
         return Activations(total, total, 0, parts.loss, attention, notes)
     first_use = parts.checkpoint_first_use or parts.first_use
-    recompute = max(size - own_input + first for (size, own_input), first in zip(parts.units, first_use))
+    # a kind's first layer saves the most of its kind (first uses are never negative)
+    recompute = max(size - own_input + first for (size, own_input, count), first in zip(parts.units, first_use)
+                    if count)
     kept = parts.outside + parts.unit_inputs
     return Activations(kept + recompute, kept, recompute, parts.loss, attention, notes)
 
@@ -158,7 +162,7 @@ def _llama(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) 
     outside = 8 * t + _mask(t * h, m.drop("embedding"))  # token ids (+ Phi-3 embedding dropout)
     loss = _causal_lm_loss(b, s, V)
     outside += _rms_norm_llama(t, h, dt) + dt * t * h + loss  # final norm, lm_head input
-    return _Parts(outside, loss, [(layer, own_input)] * m.layers, [rope] + [0] * (m.layers - 1), m.layers * dt * t * h)
+    return _Parts(outside, loss, [(layer, own_input, m.layers)], [rope], m.layers * dt * t * h)
 
 
 def _moe(m: ModelShape, t: int, dt: int, grouped: bool) -> int:
@@ -195,7 +199,7 @@ def _gemma2(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str)
     own_input = 4 * t * h if dt == 4 else 0
     loss = dt * t * V + _causal_lm_loss(b, s, V)  # tanh of the soft-capped logits, then the fp32 loss
     outside = 8 * t + norm + dt * t * h + loss
-    return _Parts(outside, loss, [(layer, own_input)] * m.layers, [rope] + [0] * (m.layers - 1), m.layers * dt * t * h)
+    return _Parts(outside, loss, [(layer, own_input, m.layers)], [rope], m.layers * dt * t * h)
 
 
 def _gpt2(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) -> _Parts:
@@ -214,7 +218,7 @@ def _gpt2(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) -
     outside = 8 * t + 8 * s + _mask(t * h, m.drop("embedding")) + _layer_norm(t, h, dt) + dt * t * h + loss
     # GPT2Block takes the eager causal mask (b, 1, s, s) positionally, so checkpointing keeps it
     inputs = m.layers * dt * t * h + (0 if flash else dt * b * s * s)
-    return _Parts(outside, loss, [(layer, dt * t * h)] * m.layers, [0] * m.layers, inputs)
+    return _Parts(outside, loss, [(layer, dt * t * h, m.layers)], [0], inputs)
 
 
 def _falcon(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) -> _Parts:
@@ -243,7 +247,7 @@ def _falcon(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str)
     layer = norms + index + attention + mlp + 2 * _mask(t * h, m.drop("residual"))
     loss = _causal_lm_loss(b, s, V)
     outside = 8 * t + _layer_norm(t, h, dt) + dt * t * h + loss
-    return _Parts(outside, loss, [(layer, dt * t * h)] * m.layers, [rope] + [0] * (m.layers - 1), m.layers * dt * t * h)
+    return _Parts(outside, loss, [(layer, dt * t * h, m.layers)], [rope], m.layers * dt * t * h)
 
 
 def _bloom(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) -> _Parts:
@@ -255,7 +259,7 @@ def _bloom(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) 
              + _layer_norm(t, h, dt) + dt * t * h + mlp + _mask(t * h, m.drop("residual")))
     loss = _causal_lm_loss(b, s, V)
     outside = 8 * t + _layer_norm(t, h, dt) + _layer_norm(t, h, dt) + dt * t * h + loss
-    return _Parts(outside, loss, [(layer, dt * t * h)] * m.layers, [0] * m.layers, m.layers * dt * t * h)
+    return _Parts(outside, loss, [(layer, dt * t * h, m.layers)], [0], m.layers * dt * t * h)
 
 
 def _t5(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) -> _Parts:
@@ -286,15 +290,15 @@ def _t5(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) -> 
                + norm + _mask(t * h, p)  # encoder final norm and dropout
                + norm + _mask(t * h, p) + dt * t * h  # decoder final norm, dropout, lm_head input
                + loss)
-    units = [(encoder_layer, own_input)] * m.layers + [(decoder_layer, own_input)] * m.decoder_layers
-    first = [buckets] + [0] * (m.layers - 1) + [buckets + encoder_out] + [0] * (m.decoder_layers - 1)
+    units = [(encoder_layer, own_input, m.layers), (decoder_layer, own_input, m.decoder_layers)]
+    first = [buckets, buckets + encoder_out]
     # T5Block takes its masks and position biases positionally: reentrant checkpointing keeps the
     # (1, H, s, s) self-attention bias (both stacks) and the cross-attention bias (decoder) that the
     # first block computes, the decoder's causal mask and the encoder output
     bias = dt * H * s * s
     inputs = (m.layers + m.decoder_layers) * dt * t * h + encoder_out + dt * b * s * s
     inputs += (bias if m.layers > 1 else 0) + (2 * bias if m.decoder_layers > 1 else 0)
-    first_ckpt = [buckets] + [0] * (m.layers - 1) + [buckets] + [0] * (m.decoder_layers - 1)
+    first_ckpt = [buckets, buckets]
     return _Parts(outside, loss, units, first, inputs, first_ckpt)
 
 
@@ -311,7 +315,7 @@ def _vit(m: ModelShape, b: int, s: int, dt: int, flash: bool, precision: str) ->
     loss = dt * b * m.labels + 8 * b + dt
     # the classifier keeps the [CLS] row, a view of the whole final LayerNorm output
     outside = pixels + _layer_norm(t, h, dt) + dt * t * h + loss
-    return _Parts(outside, loss, [(layer, dt * t * h)] * m.layers, [0] * m.layers, m.layers * dt * t * h)
+    return _Parts(outside, loss, [(layer, dt * t * h, m.layers)], [0], m.layers * dt * t * h)
 
 
 _FORMULAS = {"llama": _llama, "gemma2": _gemma2, "gpt2": _gpt2, "falcon": _falcon, "bloom": _bloom,

@@ -18,9 +18,9 @@ import click
 
 from .. import escape
 from ..commands.oneline import one_line_errors
-from . import catalog, gpus, inputs, shapes
+from . import catalog, gpus, inputs, limits, shapes
 from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
-from .inputs import shape_options
+from .inputs import Count, shape_options
 from .memory import OPTIMIZERS, Buckets
 
 PROG = "dsconfig estimate"
@@ -35,16 +35,16 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--model", "model_name", metavar="NAME|config.json",
               help="A catalog model (see --list-models) or a Hugging Face config.json.")
 @shape_options
-@click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True, help="Tokens per sample.")
-@click.option("--micro-batch", type=click.IntRange(min=1), help="Samples per GPU per step. [default: 1]")
+@click.option("--seq-len", type=Count(limits.SEQUENCE), default=2048, show_default=True, help="Tokens per sample.")
+@click.option("--micro-batch", type=Count(limits.MICRO_BATCH), help="Samples per GPU per step. [default: 1]")
 @click.option("--precision", type=click.Choice(PRECISIONS), help="Training dtype. [default: bf16]")
 @click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None,
               help="Checkpoint every layer (HF gradient checkpointing). [default: off]")
 @click.option("--attention", type=click.Choice(ATTENTIONS), default="flash", show_default=True,
               help="Attention kernel: flash (flash_attention_2 / SDPA flash) or eager.")
 @click.option("--optimizer", type=click.Choice(OPTIMIZERS), help="Optimizer. [default: adamw]")
-@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per node.")
-@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes.")
+@click.option("--gpus", type=Count(limits.GPUS_PER_NODE), default=1, show_default=True, help="GPUs per node.")
+@click.option("--nodes", type=Count(limits.NODES), default=1, show_default=True, help="Nodes.")
 @click.option("--zero-stage", type=click.IntRange(0, 3), help="ZeRO stage. [default: 0]")
 @click.option("--offload-optimizer", type=click.Choice(OFFLOAD_DEVICES), help="ZeRO-Offload the optimizer.")
 @click.option("--offload-param", type=click.Choice(OFFLOAD_DEVICES), help="ZeRO-3: offload the parameters.")

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..deepspeed import batch, schema
 from ..deepspeed.models import assume_repaired, check_sections
 from ..values import is_auto, to_json
+from . import limits
 
 OPTIMIZER_NAMES = {"adam": "adam", "adamw": "adamw", "lion": "lion", "sgd": "sgd", "adafactor": "adafactor"}
 
@@ -39,7 +40,10 @@ class ConfigError(ValueError):
 
 def read(path: str) -> tuple[dict, list[str]]:
     """(TrainingSetup field values, notes) from a ds_config.json path."""
-    return from_dict(_load(path))
+    try:
+        return from_dict(_load(path))
+    except limits.LimitError as error:  # DeepSpeed takes it, but no GPU holds that many samples
+        raise ConfigError(f"{path}: {error}") from None
 
 
 def _load(path: str) -> dict:
@@ -172,6 +176,8 @@ def _read_micro_batch(reading: _Reading, values: dict) -> None:
     if samples is None:
         reading.notes.append(f"{batch.MBS} = {to_json(value)} is not a whole number of samples: ignored")
         return
+    if samples > limits.MICRO_BATCH.most:
+        raise limits.LimitError(limits.too_large(f"{batch.MBS} is {limits.shown(value)}", limits.MICRO_BATCH))
     values["micro_batch"] = samples
 
 

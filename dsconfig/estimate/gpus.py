@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .limits import MEMORY, too_large
+
 MIB = 1 << 20
 GIB = 1 << 30
 
@@ -91,6 +93,9 @@ def parse_memory_size(text: str) -> int:
         raise ValueError(f"cannot read {text!r} as a memory size (use e.g. 80GB, 79.2GiB or 512G)")
     value = float(match.group(1))
     unit = (match.group(2) or "GIB").upper()
+    if value * _UNITS[unit] > MEMORY.most:  # infinity too: 400 digits are more than a float holds
+        written = text.strip() if len(text.strip()) <= 30 else text.strip()[:27] + "..."
+        raise ValueError(too_large(f"{written} is more memory than any machine has", MEMORY))
     size = int(value * _UNITS[unit])
     if size <= 0:
         raise ValueError(f"memory size must be positive, got {text!r}")

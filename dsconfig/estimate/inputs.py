@@ -11,11 +11,37 @@ import os
 
 import click
 
-from . import catalog, gpus, shapes
+from . import catalog, gpus, limits, shapes
 
 
 class InputProblem(ValueError):
     """A bad model or hardware option; the message names the option."""
+
+
+class Count(click.ParamType):
+    """A positive integer option no larger than its limits.Limit; the error says what the bound is."""
+
+    name = "integer"
+
+    def __init__(self, limit: limits.Limit):
+        self.limit = limit
+
+    def convert(self, value, param, ctx):
+        option = param.opts[0] if param is not None and param.opts else "the value"
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                value = int(text)
+            except ValueError:
+                if not text.isdigit():
+                    self.fail(f"{value!r} is not an integer", param, ctx)
+                # past the 4,300 digits int() reads: far past any limit
+                raise click.UsageError(limits.too_large(f"{option} is a {len(text.lstrip('0'))}-digit number",
+                                                        self.limit), ctx) from None
+        try:
+            return limits.count(value, option, self.limit)
+        except limits.LimitError as error:
+            raise click.UsageError(str(error), ctx) from None
 
 
 # --params and the shape flags that refine it, in the order `--help` shows them.
@@ -30,10 +56,15 @@ SHAPE_FLAGS = (
 )
 
 
+_FLAG_LIMITS = {"--layers": limits.LAYERS, "--hidden": limits.WIDTH, "--heads": limits.WIDTH,
+                "--kv-heads": limits.WIDTH, "--intermediate": limits.WIDTH, "--vocab": limits.VOCABULARY,
+                "--largest-layer": limits.PARAMETERS}
+
+
 def shape_options(command):
     """--params and the shape flags, for a click command."""
     for flag, what in reversed(SHAPE_FLAGS):
-        command = click.option(flag, type=click.IntRange(min=1), help=f"With --params: {what}")(command)
+        command = click.option(flag, type=Count(_FLAG_LIMITS[flag]), help=f"With --params: {what}")(command)
     return click.option("--params", metavar="COUNT",
                         help="Parameter count for a model outside the catalog, e.g. 7B, 350M.")(command)
 

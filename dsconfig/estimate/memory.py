@@ -230,14 +230,14 @@ def buffers(shape: ModelShape, *, precision: str, stage: int, gpus: int, nodes: 
     # parameters gathered ahead of use, beyond the layer being computed (counted in the model states)
     out["prefetch bucket"] = min(buckets.prefetch_bucket_size, P) * param
     # small parameters (norms, biases) stay gathered on every GPU
-    persistent = sum(n for n in _module_params_safe(shape) if n < buckets.param_persistence_threshold)
+    persistent = sum(n * times for n, times in _module_params_safe(shape) if n < buckets.param_persistence_threshold)
     if offload_param in ("cpu", "nvme"):
         persistent = 0
     out["persistent parameters"] = persistent * param
     return out
 
 
-def _module_params_safe(shape: ModelShape) -> list[int]:
+def _module_params_safe(shape: ModelShape) -> list[tuple[int, int]]:
     try:
         return _module_params(shape)
     except ValueError:

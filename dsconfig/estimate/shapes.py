@@ -16,6 +16,8 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from . import limits
+
 # Families with their own activation formula (activations.py). The model_types that share a
 # family's layer code map to it.
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral", "phi3")
@@ -116,13 +118,49 @@ def _get(config: dict, *keys, default=None):
     return default
 
 
-def _need(config: dict, *keys) -> int:
-    value = _get(config, *keys)
-    if value is None:
-        raise ShapeError(f"config.json has no {' / '.join(keys)}")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ShapeError(f"config.json {keys[0]} must be a positive integer, got {value!r}")
+_REQUIRED = object()
+
+
+def _count(config: dict, *keys, default=_REQUIRED, limit: limits.Limit = limits.WIDTH, least: int = 1) -> int:
+    """The first of `keys` the config sets, as a count (limits.count: no bool, no float, no NaN, nothing
+    past the limit), else `default`. Every size read from a config.json goes through here."""
+    key = next((key for key in keys if config.get(key) is not None), None)
+    if key is None:
+        if default is _REQUIRED:
+            raise ShapeError(f"config.json has no {' / '.join(keys)}")
+        return default
+    try:
+        return limits.count(config[key], key, limit, least)
+    except limits.LimitError as error:
+        if isinstance(config[key], float) and config[key].is_integer() and config[key] <= limit.most:
+            # transformers 5.23's strict config classes refuse it too ("expected int, got float"),
+            # and range(config.num_hidden_layers) would fail on it
+            raise ShapeError(f"{error} (transformers refuses a float here too)") from None
+        raise ShapeError(str(error)) from None
+
+
+def _probability(config: dict, key: str, default: float) -> float:
+    value = _get(config, key, default=default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ShapeError(f"{key} must be a probability from 0 to 1, not {limits.shown(value)}")
     return value
+
+
+def _flag(config: dict, key: str, default: bool) -> bool:
+    value = _get(config, key, default=default)
+    if not isinstance(value, bool):
+        raise ShapeError(f"{key} must be true or false, not {limits.shown(value)}")
+    return value
+
+
+def _head_dim(config: dict, hidden: int, heads: int, hidden_keys=("hidden_size",),
+              heads_keys=("num_attention_heads",)) -> int:
+    """hidden // heads, as transformers derives it; more heads than hidden units would make it 0."""
+    if heads > hidden:
+        named = [next((k for k in keys if config.get(k) is not None), keys[0]) for keys in (heads_keys, hidden_keys)]
+        raise ShapeError(f"{named[0]} {heads} is more than {named[1]} {hidden}: each attention head would have 0 "
+                         "dimensions")
+    return hidden // heads
 
 
 def from_config_file(path: str) -> ModelShape:
@@ -148,138 +186,156 @@ def from_hf_config(config: dict, name: str = "") -> ModelShape:
     if model_type is None:
         raise ShapeError("config.json has no model_type")
     if model_type not in FAMILIES:
-        raise ShapeError(f"model_type {model_type!r} is not supported (supported: {', '.join(FAMILIES)}); "
+        raise ShapeError(f"model_type {limits.shown(model_type)} is not supported (supported: {', '.join(FAMILIES)}); "
                          "use --params with shape flags, or --profile with --model-factory")
     reader = globals()[f"_read_{model_type}"] if model_type not in LLAMA_LIKE else _read_llama_like
     shape = reader(config)
     total, largest = count_parameters(shape)
+    if total > limits.PARAMETERS.most:
+        raise ShapeError(limits.too_large(f"the model has {total:,} parameters", limits.PARAMETERS))
     return replace(shape, parameters=total, largest_layer_params=largest, config=dict(config), name=name)
 
 
 def _read_llama_like(c: dict) -> ModelShape:
     t = c["model_type"]
-    hidden = _need(c, "hidden_size")
-    heads = _need(c, "num_attention_heads")
-    kv = _get(c, "num_key_value_heads", default=heads)
-    head_dim = _get(c, "head_dim", default=hidden // heads)
+    hidden = _count(c, "hidden_size")
+    heads = _count(c, "num_attention_heads")
+    kv = _count(c, "num_key_value_heads", default=heads)
+    head_dim = _count(c, "head_dim", default=None)
+    if head_dim is None:
+        head_dim = _head_dim(c, hidden, heads)
     defaults = {"llama": (11008, 32000, 32), "mistral": (14336, 32000, 32), "qwen2": (22016, 151936, 32),
                 "mixtral": (14336, 32000, 32), "phi3": (8192, 32064, 32)}[t]
-    extra = {"attention_bias": bool(_get(c, "attention_bias", default=False)),
-             "mlp_bias": bool(_get(c, "mlp_bias", default=False)),
+    rotary = _get(c, "partial_rotary_factor", default=1.0)
+    if isinstance(rotary, bool) or not isinstance(rotary, (int, float)) or not 0 < rotary <= 1:
+        raise ShapeError(f"partial_rotary_factor must be a fraction above 0 and at most 1, not {limits.shown(rotary)}")
+    extra = {"attention_bias": _flag(c, "attention_bias", False),
+             "mlp_bias": _flag(c, "mlp_bias", False),
              "fused_qkv": t == "phi3",
-             "partial_rotary_factor": float(_get(c, "partial_rotary_factor", default=1.0))}
+             "partial_rotary_factor": float(rotary)}
     if t == "qwen2":
         extra["qkv_bias"] = True  # Qwen2 always has q/k/v biases and none on o_proj
     return ModelShape(
-        family=t, layers=_get(c, "num_hidden_layers", default=defaults[2]), hidden=hidden, heads=heads,
-        kv_heads=kv, head_dim=head_dim, intermediate=_get(c, "intermediate_size", default=defaults[0]),
-        vocab=_get(c, "vocab_size", default=defaults[1]),
-        tied_embeddings=bool(_get(c, "tie_word_embeddings", default=False)), mlp="swiglu",
-        experts=_get(c, "num_local_experts", default=8) if t == "mixtral" else 0,
-        experts_per_token=_get(c, "num_experts_per_tok", default=2) if t == "mixtral" else 0,
-        max_positions=_get(c, "max_position_embeddings", default=4096),
-        dropout={"attention": _get(c, "attention_dropout", default=0.0),
-                 **({"embedding": _get(c, "embd_pdrop", default=0.0),
-                     "residual": _get(c, "resid_pdrop", default=0.0)} if t == "phi3" else {})},
+        family=t, layers=_count(c, "num_hidden_layers", default=defaults[2], limit=limits.LAYERS), hidden=hidden,
+        heads=heads, kv_heads=kv, head_dim=head_dim, intermediate=_count(c, "intermediate_size", default=defaults[0]),
+        vocab=_count(c, "vocab_size", default=defaults[1], limit=limits.VOCABULARY),
+        tied_embeddings=_flag(c, "tie_word_embeddings", False), mlp="swiglu",
+        experts=_count(c, "num_local_experts", default=8, limit=limits.EXPERTS) if t == "mixtral" else 0,
+        experts_per_token=_count(c, "num_experts_per_tok", default=2, limit=limits.EXPERTS) if t == "mixtral" else 0,
+        max_positions=_count(c, "max_position_embeddings", default=4096, limit=limits.SEQUENCE),
+        dropout={"attention": _probability(c, "attention_dropout", 0.0),
+                 **({"embedding": _probability(c, "embd_pdrop", 0.0),
+                     "residual": _probability(c, "resid_pdrop", 0.0)} if t == "phi3" else {})},
         extra=extra)
 
 
 def _read_gemma2(c: dict) -> ModelShape:
-    hidden = _get(c, "hidden_size", default=2304)
-    heads = _get(c, "num_attention_heads", default=8)
+    hidden = _count(c, "hidden_size", default=2304)
+    heads = _count(c, "num_attention_heads", default=8)
     return ModelShape(
-        family="gemma2", layers=_get(c, "num_hidden_layers", default=26), hidden=hidden, heads=heads,
-        kv_heads=_get(c, "num_key_value_heads", default=4), head_dim=_get(c, "head_dim", default=256),
-        intermediate=_get(c, "intermediate_size", default=9216), vocab=_get(c, "vocab_size", default=256000),
-        tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)), mlp="geglu",
-        max_positions=_get(c, "max_position_embeddings", default=8192),
-        dropout={"attention": _get(c, "attention_dropout", default=0.0)},
+        family="gemma2", layers=_count(c, "num_hidden_layers", default=26, limit=limits.LAYERS), hidden=hidden,
+        heads=heads, kv_heads=_count(c, "num_key_value_heads", default=4), head_dim=_count(c, "head_dim", default=256),
+        intermediate=_count(c, "intermediate_size", default=9216),
+        vocab=_count(c, "vocab_size", default=256000, limit=limits.VOCABULARY),
+        tied_embeddings=_flag(c, "tie_word_embeddings", True), mlp="geglu",
+        max_positions=_count(c, "max_position_embeddings", default=8192, limit=limits.SEQUENCE),
+        dropout={"attention": _probability(c, "attention_dropout", 0.0)},
         extra={"attn_softcap": _get(c, "attn_logit_softcapping", default=50.0),
                "final_softcap": _get(c, "final_logit_softcapping", default=30.0),
-               "attention_bias": bool(_get(c, "attention_bias", default=False))})
+               "attention_bias": _flag(c, "attention_bias", False)})
 
 
 def _read_gpt2(c: dict) -> ModelShape:
-    hidden = _get(c, "n_embd", "hidden_size", default=768)
-    heads = _get(c, "n_head", "num_attention_heads", default=12)
+    hidden = _count(c, "n_embd", "hidden_size", default=768)
+    heads = _count(c, "n_head", "num_attention_heads", default=12)
     return ModelShape(
-        family="gpt2", layers=_get(c, "n_layer", "num_hidden_layers", default=12), hidden=hidden, heads=heads,
-        kv_heads=heads, head_dim=hidden // heads, intermediate=_get(c, "n_inner", default=4 * hidden),
-        vocab=_get(c, "vocab_size", default=50257), tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)),
+        family="gpt2", layers=_count(c, "n_layer", "num_hidden_layers", default=12, limit=limits.LAYERS),
+        hidden=hidden, heads=heads, kv_heads=heads, head_dim=_head_dim(c, hidden, heads, ("n_embd", "hidden_size"),
+                                                                             ("n_head", "num_attention_heads")),
+        intermediate=_count(c, "n_inner", default=4 * hidden),
+        vocab=_count(c, "vocab_size", default=50257, limit=limits.VOCABULARY),
+        tied_embeddings=_flag(c, "tie_word_embeddings", True),
         mlp="gelu_new" if _get(c, "activation_function", default="gelu_new") == "gelu_new" else "gelu",
-        max_positions=_get(c, "n_positions", default=1024),
-        dropout={"embedding": _get(c, "embd_pdrop", default=0.1), "attention": _get(c, "attn_pdrop", default=0.1),
-                 "residual": _get(c, "resid_pdrop", default=0.1)})
+        max_positions=_count(c, "n_positions", default=1024, limit=limits.SEQUENCE),
+        dropout={"embedding": _probability(c, "embd_pdrop", 0.1), "attention": _probability(c, "attn_pdrop", 0.1),
+                 "residual": _probability(c, "resid_pdrop", 0.1)})
 
 
 def _read_falcon(c: dict) -> ModelShape:
-    hidden = _get(c, "hidden_size", default=4544)
-    heads = _get(c, "num_attention_heads", "n_head", default=71)
-    new_arch = bool(_get(c, "new_decoder_architecture", default=False))
-    multi_query = bool(_get(c, "multi_query", default=True))
+    hidden = _count(c, "hidden_size", default=4544)
+    heads = _count(c, "num_attention_heads", "n_head", default=71)
+    new_arch = _flag(c, "new_decoder_architecture", False)
+    multi_query = _flag(c, "multi_query", True)
     if new_arch:
-        kv = _get(c, "num_kv_heads", default=heads)
+        kv = _count(c, "num_kv_heads", default=heads)
     else:
         kv = 1 if multi_query else heads
-    if _get(c, "alibi", default=False):
+    if _flag(c, "alibi", False):
         raise ShapeError("Falcon with alibi=true is not supported")
     return ModelShape(
-        family="falcon", layers=_get(c, "num_hidden_layers", "n_layer", default=32), hidden=hidden, heads=heads,
-        kv_heads=kv, head_dim=hidden // heads, intermediate=_get(c, "ffn_hidden_size", default=4 * hidden),
-        vocab=_get(c, "vocab_size", default=65024), tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)),
-        mlp="gelu", max_positions=_get(c, "max_position_embeddings", default=2048),
-        dropout={"attention": _get(c, "attention_dropout", default=0.0),
-                 "residual": _get(c, "hidden_dropout", default=0.0)},
+        family="falcon", layers=_count(c, "num_hidden_layers", "n_layer", default=32, limit=limits.LAYERS),
+        hidden=hidden, heads=heads, kv_heads=kv,
+        head_dim=_head_dim(c, hidden, heads, heads_keys=("num_attention_heads", "n_head")),
+        intermediate=_count(c, "ffn_hidden_size", default=4 * hidden),
+        vocab=_count(c, "vocab_size", default=65024, limit=limits.VOCABULARY),
+        tied_embeddings=_flag(c, "tie_word_embeddings", True), mlp="gelu",
+        max_positions=_count(c, "max_position_embeddings", default=2048, limit=limits.SEQUENCE),
+        dropout={"attention": _probability(c, "attention_dropout", 0.0),
+                 "residual": _probability(c, "hidden_dropout", 0.0)},
         extra={"new_decoder_architecture": new_arch, "multi_query": multi_query,
-               "parallel_attn": bool(_get(c, "parallel_attn", default=True)), "bias": bool(_get(c, "bias", default=False)),
-               "num_ln_in_parallel_attn": _get(c, "num_ln_in_parallel_attn", default=2 if new_arch else 1)})
+               "parallel_attn": _flag(c, "parallel_attn", True), "bias": _flag(c, "bias", False),
+               "num_ln_in_parallel_attn": _count(c, "num_ln_in_parallel_attn", default=2 if new_arch else 1)})
 
 
 def _read_bloom(c: dict) -> ModelShape:
-    hidden = _get(c, "hidden_size", "n_embed", default=64)
-    heads = _get(c, "n_head", "num_attention_heads", default=8)
+    hidden = _count(c, "hidden_size", "n_embed", default=64)
+    heads = _count(c, "n_head", "num_attention_heads", default=8)
     return ModelShape(
-        family="bloom", layers=_get(c, "n_layer", "num_hidden_layers", default=2), hidden=hidden, heads=heads,
-        kv_heads=heads, head_dim=hidden // heads, intermediate=4 * hidden, vocab=_get(c, "vocab_size", default=250880),
-        tied_embeddings=bool(_get(c, "tie_word_embeddings", default=True)), mlp="gelu",
-        dropout={"attention": _get(c, "attention_dropout", default=0.0),
-                 "residual": _get(c, "hidden_dropout", default=0.0)})
+        family="bloom", layers=_count(c, "n_layer", "num_hidden_layers", default=2, limit=limits.LAYERS),
+        hidden=hidden, heads=heads, kv_heads=heads, head_dim=_head_dim(c, hidden, heads, ("hidden_size", "n_embed"),
+                                                                               ("n_head", "num_attention_heads")),
+        intermediate=4 * hidden, vocab=_count(c, "vocab_size", default=250880, limit=limits.VOCABULARY),
+        tied_embeddings=_flag(c, "tie_word_embeddings", True), mlp="gelu",
+        dropout={"attention": _probability(c, "attention_dropout", 0.0),
+                 "residual": _probability(c, "hidden_dropout", 0.0)})
 
 
 def _read_t5(c: dict) -> ModelShape:
-    d_model = _get(c, "d_model", default=512)
-    heads = _get(c, "num_heads", default=8)
-    layers = _get(c, "num_layers", default=6)
+    d_model = _count(c, "d_model", default=512)
+    heads = _count(c, "num_heads", default=8)
+    layers = _count(c, "num_layers", default=6, limit=limits.LAYERS)
     proj = _get(c, "feed_forward_proj", default="relu")
     if proj not in ("relu", "gated-gelu", "gated-relu", "gelu"):
-        raise ShapeError(f"T5 feed_forward_proj {proj!r} is not supported")
+        raise ShapeError(f"T5 feed_forward_proj {limits.shown(proj)} is not supported")
     return ModelShape(
-        family="t5", layers=layers, hidden=d_model, heads=heads, kv_heads=heads, head_dim=_get(c, "d_kv", default=64),
-        intermediate=_get(c, "d_ff", default=2048), vocab=_get(c, "vocab_size", default=32128),
+        family="t5", layers=layers, hidden=d_model, heads=heads, kv_heads=heads, head_dim=_count(c, "d_kv", default=64),
+        intermediate=_count(c, "d_ff", default=2048), vocab=_count(c, "vocab_size", default=32128,
+                                                                   limit=limits.VOCABULARY),
         # transformers 5 always ties T5's lm_head to the shared embedding; a false tie_word_embeddings
         # (T5 v1.1, FLAN-T5) now only turns off the d_model**-0.5 scaling of the decoder output
         tied_embeddings=True,
         mlp={"relu": "relu", "gelu": "gelu", "gated-gelu": "gated-gelu", "gated-relu": "gated-relu"}[proj],
-        decoder_layers=_get(c, "num_decoder_layers", default=layers),
-        dropout={"all": _get(c, "dropout_rate", default=0.1)},
-        extra={"buckets": _get(c, "relative_attention_num_buckets", default=32),
-               "scale_decoder_outputs": c.get("tie_word_embeddings") is not False})
+        decoder_layers=_count(c, "num_decoder_layers", default=layers, limit=limits.LAYERS),
+        dropout={"all": _probability(c, "dropout_rate", 0.1)},
+        extra={"buckets": _count(c, "relative_attention_num_buckets", default=32),
+               "scale_decoder_outputs": _flag(c, "tie_word_embeddings", True)})
 
 
 def _read_vit(c: dict) -> ModelShape:
-    hidden = _get(c, "hidden_size", default=768)
-    heads = _get(c, "num_attention_heads", default=12)
-    labels = _get(c, "num_labels", default=None)
+    hidden = _count(c, "hidden_size", default=768)
+    heads = _count(c, "num_attention_heads", default=12)
+    labels = _count(c, "num_labels", default=None, limit=limits.VOCABULARY, least=0)
     if labels is None:
         labels = len(c["id2label"]) if isinstance(c.get("id2label"), dict) else 2
     return ModelShape(
-        family="vit", layers=_get(c, "num_hidden_layers", default=12), hidden=hidden, heads=heads, kv_heads=heads,
-        head_dim=hidden // heads, intermediate=_get(c, "intermediate_size", default=3072), vocab=0,
-        tied_embeddings=False, mlp="gelu", image_size=_get(c, "image_size", default=224),
-        patch_size=_get(c, "patch_size", default=16), channels=_get(c, "num_channels", default=3), labels=labels,
-        dropout={"attention": _get(c, "attention_probs_dropout_prob", default=0.0),
-                 "residual": _get(c, "hidden_dropout_prob", default=0.0)},
-        extra={"qkv_bias": bool(_get(c, "qkv_bias", default=True))})
+        family="vit", layers=_count(c, "num_hidden_layers", default=12, limit=limits.LAYERS), hidden=hidden,
+        heads=heads, kv_heads=heads, head_dim=_head_dim(c, hidden, heads),
+        intermediate=_count(c, "intermediate_size", default=3072), vocab=0,
+        tied_embeddings=False, mlp="gelu", image_size=_count(c, "image_size", default=224),
+        patch_size=_count(c, "patch_size", default=16), channels=_count(c, "num_channels", default=3), labels=labels,
+        dropout={"attention": _probability(c, "attention_probs_dropout_prob", 0.0),
+                 "residual": _probability(c, "hidden_dropout_prob", 0.0)},
+        extra={"qkv_bias": _flag(c, "qkv_bias", True)})
 
 
 # -- parameter counts ---------------------------------------------------------------------------
@@ -292,17 +348,27 @@ def count_parameters(shape: ModelShape) -> tuple[int, int]:
     `_all_live` estimators compute from a live model.
     """
     modules = _module_params(shape)
-    return sum(modules), max(modules)
+    return sum(size * times for size, times in modules), max(size for size, times in modules if times)
 
 
 def _linear(n_in: int, n_out: int, bias: bool = False) -> int:
     return n_in * n_out + (n_out if bias else 0)
 
 
-def _module_params(s: ModelShape) -> list[int]:
+def _once(*sizes: int) -> list[tuple[int, int]]:
+    return [(size, 1) for size in sizes]
+
+
+def _each(sizes: list[int], times: int) -> list[tuple[int, int]]:
+    """Modules repeated in every layer, as (size, times): the work does not grow with the layer count."""
+    return [(size, times) for size in sizes]
+
+
+def _module_params(s: ModelShape) -> list[tuple[int, int]]:
+    """(direct parameters of a module, how many such modules), module by module."""
     h, V = s.hidden, s.vocab
     f = s.family
-    mods: list[int] = []
+    mods: list[tuple[int, int]] = []
     if f in LLAMA_LIKE or f == "gemma2":
         x = s.extra
         qkv_bias = x.get("qkv_bias", False) or x.get("attention_bias", False)
@@ -322,15 +388,15 @@ def _module_params(s: ModelShape) -> list[int]:
             mb = x.get("mlp_bias", False)
             layer += [_linear(h, s.intermediate, mb), _linear(h, s.intermediate, mb), _linear(s.intermediate, h, mb)]
         layer += [h] * (4 if f == "gemma2" else 2)  # RMSNorm weights
-        mods += [V * h] + layer * s.layers + [h]
+        mods += _once(V * h) + _each(layer, s.layers) + _once(h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "gpt2":
         layer = [2 * h, _linear(h, 3 * h, True), _linear(h, h, True), 2 * h,
                  _linear(h, s.intermediate, True), _linear(s.intermediate, h, True)]
-        mods += [V * h, s.max_positions * h] + layer * s.layers + [2 * h]
+        mods += _once(V * h, s.max_positions * h) + _each(layer, s.layers) + _once(2 * h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "falcon":
         x = s.extra
         bias = x["bias"]
@@ -346,50 +412,47 @@ def _module_params(s: ModelShape) -> list[int]:
             layer += [2 * h]
             if not x["parallel_attn"]:
                 layer += [2 * h]
-        mods += [V * h] + layer * s.layers + [2 * h]
+        mods += _once(V * h) + _each(layer, s.layers) + _once(2 * h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "bloom":
         layer = [2 * h, _linear(h, 3 * h, True), _linear(h, h, True), 2 * h,
                  _linear(h, 4 * h, True), _linear(4 * h, h, True)]
-        mods += [V * h, 2 * h] + layer * s.layers + [2 * h]
+        mods += _once(V * h, 2 * h) + _each(layer, s.layers) + _once(2 * h)
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "t5":
         inner = s.q_dim
         attention = [h * inner] * 4
         ff = [h * s.intermediate] * (2 if s.mlp.startswith("gated") else 1) + [s.intermediate * h]
         bias_table = s.extra["buckets"] * s.heads
-        mods.append(V * h)
+        mods += _once(V * h)
         for stack_layers, cross in ((s.layers, False), (s.decoder_layers, True)):
-            for i in range(stack_layers):
-                mods += attention + [h] + ([bias_table] if i == 0 else [])
-                if cross:
-                    mods += attention + [h]
-                mods += ff + [h]
-            mods.append(h)  # final layer norm
+            block = attention + [h] + (attention + [h] if cross else []) + ff + [h]
+            mods += _each(block, stack_layers) + (_once(bias_table) if stack_layers else [])  # in the first block
+            mods += _once(h)  # final layer norm
         if not s.tied_embeddings:
-            mods.append(V * h)
+            mods += _once(V * h)
     elif f == "vit":
         patches = (s.image_size // s.patch_size) ** 2
         bias = s.extra.get("qkv_bias", True)
-        mods += [h + (patches + 1) * h, _linear(s.channels * s.patch_size ** 2, h, True)]
+        mods += _once(h + (patches + 1) * h, _linear(s.channels * s.patch_size ** 2, h, True))
         layer = [_linear(h, h, bias)] * 3 + [_linear(h, h, True), _linear(h, s.intermediate, True),
                                             _linear(s.intermediate, h, True), 2 * h, 2 * h]
-        mods += layer * s.layers + [2 * h, _linear(h, s.labels, True)]
+        mods += _each(layer, s.layers) + _once(2 * h, _linear(h, s.labels, True))
     elif f == "generic":
-        mods += [s.parameters] if not s.layers else _generic_modules(s)
+        mods += _once(s.parameters) if not s.layers else _generic_modules(s)
     else:
         raise ShapeError(f"no parameter count for family {f!r}")
     return mods
 
 
-def _generic_modules(s: ModelShape) -> list[int]:
+def _generic_modules(s: ModelShape) -> list[tuple[int, int]]:
     h = s.hidden
     layer = [h * s.q_dim, h * s.kv_dim, h * s.kv_dim, s.q_dim * h] + [h * s.intermediate] * 3 + [h, h]
-    mods = [s.vocab * h] + layer * s.layers + [h]
+    mods = _once(s.vocab * h) + _each(layer, s.layers) + _once(h)
     if not s.tied_embeddings:
-        mods.append(s.vocab * h)
+        mods += _once(s.vocab * h)
     return mods
 
 
@@ -406,6 +469,10 @@ def parse_count(text: str) -> int:
     value = float(match.group(1)) * _SUFFIX[match.group(2).upper()]
     if value < 1:
         raise ShapeError(f"parameter count must be positive, got {text!r}")
+    if value > limits.PARAMETERS.most:  # infinity too: 400 digits are more than a float holds
+        written = text.strip() if len(text.strip()) <= 30 else text.strip()[:27] + "..."
+        size = f"{value:.3g} parameters" if value != math.inf else "more parameters than a float holds"
+        raise ShapeError(limits.too_large(f"{written} is {size}", limits.PARAMETERS))
     return int(round(value))
 
 
@@ -418,6 +485,10 @@ def from_params(total: int, *, layers: int | None = None, hidden: int | None = N
     is then as good as the guessed widths. Llama's proportions: 12·h² per layer (attention 4·h²,
     SwiGLU 3·h·8h/3), head dim 128, and about h/128 layers.
     """
+    try:
+        limits.count(total, "the parameter count", limits.PARAMETERS)
+    except limits.LimitError as error:
+        raise ShapeError(str(error)) from None
     vocab = vocab or 32000
     embeddings = 1 if tied else 2
     if hidden is None:
@@ -437,6 +508,12 @@ def from_params(total: int, *, layers: int | None = None, hidden: int | None = N
     if heads % kv_heads:
         raise ShapeError(f"--heads {heads} is not divisible by --kv-heads {kv_heads}")
     intermediate = intermediate or int(8 * hidden / 3 + 255) // 256 * 256
+    for size, made, limit in ((layers, f"at hidden size {hidden:,} make {layers:,} layers", limits.LAYERS),
+                              (hidden, f"in {layers:,} layers make a hidden size of {hidden:,}", limits.WIDTH),
+                              (intermediate, f"at hidden size {hidden:,} make an MLP width of {intermediate:,}",
+                               limits.WIDTH)):
+        if size > limit.most:  # a size the flags did not give, derived from too many parameters per width
+            raise ShapeError(limits.too_large(f"{total:,} parameters {made}", limit))
     shape = ModelShape(family="llama", layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                        head_dim=hidden // heads, intermediate=intermediate, vocab=vocab, tied_embeddings=tied,
                        mlp="swiglu", dropout={"attention": 0.0}, extra={}, name=name)

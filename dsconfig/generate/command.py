@@ -20,8 +20,8 @@ import click
 
 from .. import escape
 from ..commands.oneline import one_line_errors
-from ..estimate import catalog, inputs, shapes
-from ..estimate.inputs import shape_options
+from ..estimate import catalog, inputs, limits, shapes
+from ..estimate.inputs import Count, shape_options
 from ..estimate.memory import OPTIMIZERS
 from ..targets import NAMES as TARGET_NAMES
 from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES
@@ -34,8 +34,8 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 
 
 @click.command("generate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per node.")
-@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes.")
+@click.option("--gpus", type=Count(limits.GPUS_PER_NODE), default=1, show_default=True, help="GPUs per node.")
+@click.option("--nodes", type=Count(limits.NODES), default=1, show_default=True, help="Nodes.")
 @click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: 96GB (10⁹ bytes), 80GiB, or a GPU name.")
 @click.option("--gpu", "gpu_name", metavar="NAME",
               help="GPU model (H100-80GB, A100-40GB, V100-32GB, H20-96GB, ...): its memory and bf16 support.")
@@ -44,11 +44,11 @@ InputError, _OneLineErrors = one_line_errors(PROG)
               help=f"A catalog model (dsconfig estimate --list-models) or a Hugging Face config.json. "
                    f"[default: {DEFAULT_MODEL}]")
 @shape_options
-@click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True, help="Tokens per sample.")
-@click.option("--global-batch", type=click.IntRange(min=1),
+@click.option("--seq-len", type=Count(limits.SEQUENCE), default=2048, show_default=True, help="Tokens per sample.")
+@click.option("--global-batch", type=Count(limits.GLOBAL_BATCH),
               help="Samples per optimizer step over all GPUs. [default: the largest micro batch that fits (at most "
                    "32) × the GPUs]")
-@click.option("--micro-batch", type=click.IntRange(min=1), help="Fix the samples per GPU per step. [default: the "
+@click.option("--micro-batch", type=Count(limits.MICRO_BATCH), help="Fix the samples per GPU per step. [default: the "
                                                                 "largest that fits]")
 @click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True,
               help="auto: bf16 where the GPU has it, else fp16 with loss scaling.")

@@ -185,7 +185,7 @@ training_args = st.fixed_dictionaries({
     "bf16_full_eval": maybe(st.booleans()),
     "warmup_steps": maybe(st.sampled_from([0, 1, 5, 0.1, 0.5, 10.5])),
     "num_train_epochs": maybe(st.sampled_from([1, 2.5, 3.0])),
-    "max_steps": maybe(st.sampled_from([7, 100])),
+    "max_steps": maybe(st.sampled_from([0, 7, 100])),  # 0: the Trainer keeps 0 steps, epochs or not
     "auto_find_batch_size": maybe(st.booleans()),
     "save_on_each_node": maybe(st.booleans()),
     "dataloader_drop_last": maybe(st.booleans()),
@@ -448,6 +448,84 @@ def test_dataset_table_auto_without_args_is_unknown():
     config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto", "zero_optimization": {}}
     table = dataset_table(config, 1000, [2], targets.HF_TRAINER, None)
     assert len(table) == 1 and "unknown" in table[0].message and "1 → " not in table[0].message
+
+
+# -- the run's length: what TrainingArguments accepts and Trainer.train() does not -------------------------------
+
+SCHEDULED = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto", "zero_optimization": {},
+             "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": "auto", "warmup_num_steps": "auto"}}}
+
+LENGTHS = [  # TrainingArguments values, whether train() fails before DeepSpeed starts, what dsconfig says
+    ({"num_train_epochs": math.nan}, True, ('num_train_epochs is NaN: with max_steps -1 Trainer.train() computes '
+     'math.ceil(num_train_epochs × optimizer steps per epoch) and raises "ValueError: cannot convert float NaN')),
+    ({"num_train_epochs": math.inf}, True, 'raises "OverflowError: cannot convert float infinity to integer"'),
+    ({"num_train_epochs": -math.inf}, True, "num_train_epochs is -Infinity: with max_steps -1"),
+    ({"num_train_epochs": math.nan, "max_steps": 0}, True, ("with max_steps 0 Trainer.train() computes "
+     "math.ceil(num_train_epochs) and raises")),
+    ({"num_train_epochs": 1e308}, True, ("num_train_epochs is 1e+308, more than 1,000,000,000,000 epochs of at least "
+     'one optimizer step each (3,000 years at ten steps a second); from 2 optimizer steps per epoch Trainer.train() '
+     'raises "OverflowError')),
+    ({"warmup_steps": math.nan}, True, ('warmup_steps is NaN: when train() starts, the HF Trainer\'s DeepSpeed setup '
+     'calls TrainingArguments.get_warmup_steps, which raises "ValueError')),
+    ({"warmup_steps": math.inf}, True, 'warmup_steps is Infinity: when train() starts'),
+    # dsconfig's own bound: the Trainer computes it, but no run is that long
+    ({"num_train_epochs": 1e13}, False, "num_train_epochs is 10000000000000.0, more than 1,000,000,000,000 epochs"),
+    ({"max_steps": 10 ** 400}, False, "max_steps is a 401-digit number, more than 1,000,000,000,000 optimizer steps"),
+    # what the Trainer ignores or computes: dsconfig lints on
+    ({"num_train_epochs": math.nan, "max_steps": 10}, False, None),
+    ({"num_train_epochs": 1e308, "max_steps": 0}, False, None),
+    ({"warmup_steps": 1e308}, False, None),
+    ({"num_train_epochs": 1e12}, False, None),
+]
+
+
+def _train_start_fails(targs: dict, n: int = 1000, world: int = 2) -> bool:
+    """Trainer.train() up to deepspeed_init: set_initial_training_values, then the warmup steps that
+    trainer_config_finalize fills."""
+    WorldArgs.fake_world = world
+    args = WorldArgs(output_dir=OUTPUT_DIR, use_cpu=True, report_to=[], per_device_train_batch_size=4, **targs)
+    data = list(range(n))
+    loader = DataLoader(data, batch_size=args.train_batch_size, sampler=RandomSampler(data))
+    prepared = prepare_data_loader(loader, num_processes=world, process_index=0, put_on_device=False)
+    stub = object.__new__(Trainer)
+    stub.model, stub.args, stub.is_deepspeed_enabled = None, args, True
+    stub.accelerator = SimpleNamespace(parallelism_config=None)
+    stub._train_batch_size = args.train_batch_size
+    try:
+        steps = Trainer.set_initial_training_values(stub, args, prepared)[-1]
+        args.get_warmup_steps(steps)
+    except (ValueError, OverflowError):
+        return True
+    return False
+
+
+@pytest.mark.parametrize("targs,fails,says", LENGTHS, ids=[str(t) for t, _, _ in LENGTHS])
+def test_run_lengths_the_trainer_fails_on_are_refused_naming_the_key(targs, fails, says):
+    assert _train_start_fails(targs) is fails
+    errors = trainer.training_args_errors({"per_device_train_batch_size": 4, **targs})
+    if says is None:
+        assert errors == []
+        findings = trainer_findings(SCHEDULED, {"per_device_train_batch_size": 4, **targs}, 2, dataset_size=1000)
+        findings += dataset_table(SCHEDULED, 1000, [2], targets.HF_TRAINER, {"per_device_train_batch_size": 4, **targs})
+        assert findings  # replayed to the end: no OverflowError or ValueError inside the check
+        return
+    assert len(errors) == 1 and says in errors[0], errors
+
+
+def test_the_cli_says_it_in_one_line_naming_the_file(tmp_path):
+    from click.testing import CliRunner
+
+    from dsconfig.commands.lint import lint
+    (tmp_path / "ds_config.json").write_text(json.dumps(SCHEDULED))
+    (tmp_path / "args.json").write_text('{"num_train_epochs": NaN}')
+    result = CliRunner().invoke(lint, [str(tmp_path / "ds_config.json"), "--training-args", str(tmp_path / "args.json"),
+                                       "--world-size", "2", "--dataset-size", "1000"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (f"dsconfig: error: training arguments {tmp_path / 'args.json'}: num_train_epochs is NaN: "
+                             "with max_steps -1 Trainer.train() computes math.ceil(num_train_epochs × optimizer steps "
+                             "per epoch) and raises \"ValueError: cannot convert float NaN to integer\"\n")
+    huge = CliRunner().invoke(lint, [str(tmp_path / "ds_config.json"), "--dataset-size", "1" + "0" * 400])
+    assert huge.exit_code == 2 and "--dataset-size" in huge.output and "Traceback" not in huge.output
 
 
 # -- end to end: the real Trainer.train() on the CPU (gloo, world size 1) -------------------------------------
