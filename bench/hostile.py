@@ -4,7 +4,7 @@ peak memory (max RSS of the child) and the first line the user sees.
     python bench/hostile.py            # every case
     python bench/hostile.py deep huge  # cases whose name contains one of the words
 
-Budget on the 2-core reference machine: under 2 s and 500 MB per case, no traceback, one line on
+Budget on the 2-core reference machine: under 2 s and 200 MB per case, no traceback, one line on
 stderr naming the file. tests/test_hostile.py checks the messages and exit codes on the same cases
 (built by the same `hostile_cases` module); this script measures time and memory, which tests do not.
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from hostile_cases import CASES, Spec, environment  # noqa: E402
 
 TIME_BUDGET_S = 2.0
-MEMORY_BUDGET_MB = 500
+MEMORY_BUDGET_MB = 200
 
 
 def run(argv: list[str], cwd: str, stdin: str | None = None, shell: str | None = None):
