@@ -300,12 +300,13 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         if doc is not None:
             docs[real] = doc
 
-    boundary = options.boundary or Boundary.of(files)
     sides = pairs.find_sides(docs.values())
     paired: dict[str, list[pairs.Side]] = {}
+    boundary = options.boundary
     for side in sides:
         if side.json_path is None:
             continue
+        boundary = boundary or Boundary.of(spelled)  # the files linted (real paths), when no roots were given
         refused = pairs.refusal(side, boundary, docs)
         if refused is not None:
             findings.extend(place(side.doc, [refused]))
