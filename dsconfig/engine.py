@@ -75,8 +75,9 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
     `[` that does not exist as written is a glob (`**` recurses), expanded the same way. `exclude` also
     applies to files named explicitly (so a pre-commit run honours it); .gitignore does not. `virtual`
     names inputs that are not on disk (stdin). A walk never follows a symbolic link out of the folder
-    walked (unless into a place `allowed`), never opens a FIFO, socket or device, and reports an entry it cannot read instead of
-    stopping (DS008, DS009). A path given that is missing or unreadable is a UsageError.
+    walked (unless into a place `allowed`), never opens a FIFO, socket or device, and reports an entry
+    it cannot read instead of stopping (DS008, DS009). A path given that is missing or unreadable is a
+    UsageError.
     """
     files: list[str] = []
     found: list[str] = []
@@ -226,8 +227,9 @@ def _entry_problem(path: str, why: str) -> Finding:
 
 
 def _link_out(path: str, real: str, top: str) -> Finding:
-    finding = Finding(REFERENCE_NOT_FOLLOWED, f"a symbolic link to {real}, outside {top}: not followed (dsconfig opens only "
-                                       "what it is asked to lint; give that path too, or --allow-read it)")
+    finding = Finding(REFERENCE_NOT_FOLLOWED, f"a symbolic link to {real}, outside {top}: not followed (dsconfig "
+                                              "opens only what it is asked to lint; give that path too, or "
+                                              "--allow-read it)")
     finding.file = path
     return finding
 

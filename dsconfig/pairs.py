@@ -86,10 +86,10 @@ def refusal(side: Side, boundary, docs: dict) -> Finding | None:
     real = os.path.realpath(side.json_path)
     folder = os.path.realpath(os.path.dirname(os.path.abspath(side.doc.path)))
     if not (boundary.admits(real) or inside(real, folder)):
-        return Finding(REFERENCE_NOT_FOLLOWED, f"deepspeed_config_file `{written}` is {real}, outside the paths given to "
-                                        "dsconfig lint and this YAML's folder: not opened, so the pair is not "
-                                        f"checked (lint a folder holding both, or --allow-read {os.path.dirname(real)})",
-                       pointer)
+        return Finding(REFERENCE_NOT_FOLLOWED,
+                       f"deepspeed_config_file `{written}` is {real}, outside the paths given to dsconfig lint and "
+                       "this YAML's folder: not opened, so the pair is not checked (lint a folder holding both, or "
+                       f"--allow-read {os.path.dirname(real)})", pointer)
     if real == os.path.realpath(side.doc.path):
         return Finding(CONFIG_FILE_MISSING, "deepspeed_config_file names this YAML itself: every process fails in "
                                             "DeepSpeedPlugin, whose json.load raises \"JSONDecodeError: Expecting "
@@ -103,9 +103,9 @@ def refusal(side: Side, boundary, docs: dict) -> Finding | None:
                                             f"in DeepSpeedPlugin, whose json.load raises \"{value}\"", pointer,
                        fails_in=INITIALIZE)
     if loaded and detect.classify(side.json_path, value, is_yaml=False) != "deepspeed":
-        return Finding(REFERENCE_NOT_FOLLOWED, f"deepspeed_config_file `{written}` holds no DeepSpeed setting: not linted, "
-                                          "so the pair is not checked (dsconfig quotes no file that is not a config)",
-                       pointer)
+        return Finding(REFERENCE_NOT_FOLLOWED,
+                       f"deepspeed_config_file `{written}` holds no DeepSpeed setting: not linted, so the pair is not "
+                       "checked (dsconfig quotes no file that is not a config)", pointer)
     return None
 
 

@@ -239,7 +239,8 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
         for pattern in settings.exclude:
             glob(pattern, "`exclude`", _item_line(settings.text, prefix.rstrip("."), "exclude", pattern))
     if "allow-read" in table:
-        settings.allow_read = tuple(os.path.join(settings.root, path) for path in strings("allow-read", table["allow-read"]))
+        allowed = strings("allow-read", table["allow-read"])
+        settings.allow_read = tuple(os.path.join(settings.root, path) for path in allowed)
 
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]

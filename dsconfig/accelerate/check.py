@@ -548,9 +548,9 @@ def _inline_values(section: dict) -> list[Finding]:
     findings, base = [], "/deepspeed_config"
     stage = section.get("zero_stage")
     if stage is not None and _stage(section) not in (0, 1, 2, 3):
-        findings.append(Finding(INVALID_SETTING, f"zero_stage {brief(stage)}: DeepSpeedPlugin reads int(\"{py_str(stage, 120)}\") "
-                                                 "and DeepSpeed accepts 0, 1, 2 or 3; the processes fail when they "
-                                                 "build the plugin", f"{base}/zero_stage", fails_in=INITIALIZE))
+        findings.append(Finding(INVALID_SETTING, f"zero_stage {brief(stage)}: DeepSpeedPlugin reads "
+                                                 f"int(\"{py_str(stage, 120)}\") and DeepSpeed accepts 0, 1, 2 or 3; the "
+                                                 "processes fail when they build the plugin", f"{base}/zero_stage", fails_in=INITIALIZE))
     for key in ("offload_optimizer_device", "offload_param_device"):
         value = section.get(key)
         if value is not None and py_str(value).lower() not in _OFFLOAD_DEVICES:
