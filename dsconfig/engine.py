@@ -363,14 +363,20 @@ def read_document(path: str, options: Options) -> tuple[Document | None, list[Fi
         try:
             data = read_bytes(path, options.max_bytes)
         except TooLarge as error:
-            return None, too_large(path, error, named=options.kind is not None)
+            return None, too_large(path, error, named=options.kind is not None or named(path, options))
     elif isinstance(data, str):
         data = data.encode("utf-8")
     try:
         text = decode(data)
     except UnicodeDecodeError as error:
-        return None, undecodable(path, data, error)
+        return None, undecodable(path, data, error, named(path, options))
     return open_document(text, path, options), []
+
+
+def named(path: str, options: Options) -> bool:
+    """A file the user named (on the command line, by the pre-commit hook), not one a folder walk or a
+    glob found: it is checked as a config, never skipped. Walks skip what is no config."""
+    return path not in options.found
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:
@@ -398,12 +404,12 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def undecodable(path: str, data: bytes, error: UnicodeDecodeError) -> list[Finding]:
+def undecodable(path: str, data: bytes, error: UnicodeDecodeError, named: bool = False) -> list[Finding]:
     from . import detect
     prefix = data[:error.start].decode("utf-8", errors="replace")
     line = prefix.count("\n") + 1
     column = len(prefix) - (prefix.rfind("\n") + 1) + 1
-    if detect.named_like_deepspeed(path) or is_yaml(path):
+    if named or detect.named_like_deepspeed(path) or is_yaml(path):
         finding = Finding(PARSE_ERROR, f"not UTF-8 text (byte 0x{data[error.start]:02x}): DeepSpeed's loader and "
                                        "json.load both fail with UnicodeDecodeError", fails_in=LOAD)
     else:
@@ -437,10 +443,10 @@ def open_document(text: str, path: str, options: Options) -> Document:
     if is_yaml(path) and options.kind != "deepspeed":  # DeepSpeed reads any file as JSON, a .yaml too
         from .yamldoc import YamlDocument
         doc = YamlDocument(path, text)
-        doc.kind = _classify_yaml(doc)
+        doc.kind = _classify_yaml(doc, named(path, options))
         return doc
     doc = JsonDocument(path, text)
-    doc.kind = options.kind or _classify(doc)
+    doc.kind = options.kind or _classify(doc, named(path, options))
     return doc
 
 
@@ -465,24 +471,29 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
     return place(doc, findings)
 
 
-def _classify_yaml(doc) -> str:
+def _classify_yaml(doc, named: bool = False) -> str:
     from . import detect
     if not doc.loaded or not isinstance(doc.value, dict):
-        # A parse error, or an empty file, is reported for files named or written like a config, skipped otherwise.
+        # A parse error, an empty file or a root that is no mapping is reported for files named on the
+        # command line, named like a config or written like one; a walk skips it.
         like = detect.named_like_accelerate(doc.path) or (not doc.loaded and detect.written_like_accelerate(doc.text))
-        return "accelerate" if like else "other"
+        return "accelerate" if like or named else "other"
     kind = detect.classify(doc.path, doc.value, is_yaml=True)
     return kind if kind == "accelerate" else "other"  # DeepSpeed never reads YAML
 
 
-def _classify(doc: JsonDocument) -> str:
+def _classify(doc: JsonDocument, named: bool = False) -> str:
     from . import detect
-    if doc.scan is not None:
-        return detect.classify(doc.path, doc.hjson_value, is_yaml=False)
-    if doc.json_error is None:
-        return detect.classify(doc.path, doc.json_value, is_yaml=False)
-    # Unreadable by both loaders: a DeepSpeed-looking name gets the load error reported.
-    return "deepspeed" if detect.named_like_deepspeed(doc.path) else "other"
+    if named and not doc.text.strip():
+        return "deepspeed"  # empty: DeepSpeed's hjson reads {}, then finds no batch size
+    if doc.scan is not None or doc.json_error is None:
+        value = doc.hjson_value if doc.scan is not None else doc.json_value
+        if named and not isinstance(value, dict):
+            return "deepspeed"  # a list, a number, null: DeepSpeed fails on each (DS004)
+        return detect.classify(doc.path, value, is_yaml=False)
+    # Unreadable by both loaders: a file named on the command line or like a DeepSpeed config gets the
+    # load error reported; a walk skips it.
+    return "deepspeed" if named or detect.named_like_deepspeed(doc.path) else "other"
 
 
 def place(doc: Document, findings: list[Finding]) -> list[Finding]:

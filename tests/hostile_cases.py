@@ -57,6 +57,14 @@ def _file(name: str, data: bytes, *args: str):
     return make
 
 
+def _walked(name: str, data: bytes):
+    """The file found by walking its folder (a walk skips what is no config)."""
+    def make(folder: str) -> Spec:
+        _write(folder, name, data)
+        return Spec(_lint("."))
+    return make
+
+
 def _big(folder: str) -> Spec:
     # 200 MB of one JSON string: a valid document, far larger than any config.
     path = os.path.join(folder, "ds_config.json")
@@ -78,6 +86,11 @@ def _write_keys(path: str, head: str, count: int) -> None:
 
 
 def _many_keys(folder: str) -> Spec:
+    _write_keys(os.path.join(folder, "many_keys.json"), "", 1_000_000)
+    return Spec(_lint("."))  # found by a folder walk: no config, skipped
+
+
+def _many_keys_named(folder: str) -> Spec:
     _write_keys(os.path.join(folder, "many_keys.json"), "", 1_000_000)
     return Spec(_lint("many_keys.json"))
 
@@ -137,6 +150,11 @@ def _deep(folder: str) -> Spec:
 def _deep_object(folder: str) -> Spec:
     depth = 35_000  # 100,000 levels of {"a": would pass the read limit; the array case has 100,000
     _write(folder, "deep.json", b'{"a": ' * depth + b"1" + b"}" * depth)
+    return Spec(_lint("."))  # found by a folder walk: no config, skipped
+
+
+def _deep_object_named(folder: str) -> Spec:
+    _deep_object(folder)
     return Spec(_lint("deep.json"))
 
 
@@ -369,7 +387,9 @@ CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
     Case("binary", _file("ds_config.json", bytes(range(256)) * 64), 1, "not UTF-8", "ds_config.json:2:118"),
-    Case("binary-other", _file("weights.json", b"\x00\x01PK\x03\x04" * 100), 0, "DS005", "weights.json:1:1"),
+    Case("binary-other", _walked("weights.json", b"\x00\x01PK\x03\x04" * 100), 0, "DS005", "./weights.json:1:1"),
+    # named on the command line, the same file is checked as the config the user says it is
+    Case("binary-named", _file("weights.json", b"\x00\x01PK\x03\x04" * 100), 1, "DS004", "weights.json:1:1"),
     Case("invalid-utf8", _file("ds_config.json", b'{"train_batch_size": 8, "x": "\xff\xfe"}'), 1,
          "byte 0xff", "ds_config.json:1:"),
     Case("utf8-bom", _file("ds_config.json", b"\xef\xbb\xbf" + CONFIG), 0, "BOM", "ds_config.json:1:1"),
@@ -382,8 +402,10 @@ CASES = [
          "ds_config.json:2:23"),
     Case("200mb", _big, 1, "200 MiB", "ds_config.json:1:1"),
     Case("deep-array", _deep, 1, "DS000", "ds_config.json:1:"),
-    Case("deep-object", _deep_object, 0, "DS005", "deep.json:1:1"),
-    Case("million-keys", _many_keys, 0, "DS005", "many_keys.json:1:1"),
+    Case("deep-object", _deep_object, 0, "DS005", "./deep.json:1:1"),
+    Case("deep-object-named", _deep_object_named, 1, "DS000", "deep.json:1:"),
+    Case("million-keys", _many_keys, 0, "DS005", "./many_keys.json:1:1"),
+    Case("million-keys-named", _many_keys_named, 1, "DS007", "many_keys.json:1:1"),
     Case("million-unknown-keys", _many_keys_config, 1, "DS", "ds_config.json:1:"),
     Case("huge-integer", _file("ds_config.json", b'{"train_batch_size": ' + b"9" * 5000 + b"}"), 1, "DS000",
          "ds_config.json:1:"),

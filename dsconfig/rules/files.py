@@ -146,7 +146,10 @@ NOT_A_CONFIG = Rule(
     "DS005", "not-a-config", INFO,
     summary="Not a DeepSpeed or Accelerate config; skipped",
     what="""Notes a JSON or YAML file that is neither a DeepSpeed nor an Accelerate config (package.json,
-    tokenizer files, TrainingArguments files, ...). It is skipped; only DS006 still applies to it.""",
+    tokenizer files, TrainingArguments files, ...). It is skipped; only DS006 still applies to it. A file found by
+    walking a folder is also skipped when it cannot be read as a config at all (empty, cut short, binary, no object
+    at the top); a file named on the command line is then checked as the config the user says it is (DS000,
+    DS004), since DeepSpeed would fail on it.""",
     why="""Linting a whole repository must not drown real findings in noise about files that are not configs. The
     note says which files were skipped, so a config dsconfig failed to recognise does not go unnoticed: a
     DeepSpeed config is recognised by its keys (`train_batch_size`, `zero_optimization`, `fp16` as an object,

@@ -228,3 +228,32 @@ def test_zz_report_generated_agreement(capsys):
         with capsys.disabled():
             print(f"\ngenerated: {AGREEMENT['agree']}/{AGREEMENT['total']} verdicts agree "
                   f"(DeepSpeed rejects {AGREEMENT['rejected']})")
+
+
+# -- named files that are no usable config ---------------------------------------------------------
+# A file named on the command line is checked as a config whatever its name: empty, cut short or
+# holding no object, DeepSpeed fails on it, and dsconfig must say so rather than skip it.
+
+
+def _mutants(text: str) -> list[str]:
+    cuts = sorted({len(text) // 4, len(text) // 2, 3 * len(text) // 4, max(len(text.rstrip()) - 1, 0)})
+    # no integer or boolean root: DeepSpeedConfig takes a non-dict for a path and open()s it, and open(True)
+    # is file descriptor 1 (it would close this process's stdout)
+    return ["", " \n", *(text[:cut] for cut in cuts), "[" + text + "]", "4.5", '"text"', "null", "[]"]
+
+
+def test_named_mutants_agree_with_deepspeed(tmp_path, capsys):
+    disagreements, total = [], 0
+    for source in CORPUS[:40]:
+        for index, text in enumerate(_mutants(source.read_text(encoding="utf-8", errors="replace"))):
+            path = tmp_path / f"mutant_{index}.json"  # a name that says nothing about DeepSpeed
+            path.write_text(text, encoding="utf-8")
+            truth = oracle.verdict(str(path), 1)
+            findings = lint(str(path), target="deepspeed", world_sizes=(1,))  # kind detected, as the command does
+            rejects = any(f.severity == "error" and f.fails_in in ("load", "parse") for f in findings)
+            total += 1
+            if rejects == truth.ok:
+                disagreements.append((source.name, index, truth.error, [f.code for f in findings]))
+    with capsys.disabled():
+        print(f"\nnamed mutants: {total - len(disagreements)}/{total} verdicts agree")
+    assert total and not disagreements, "\n".join(map(str, disagreements[:20]))
