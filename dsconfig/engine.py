@@ -96,9 +96,14 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             found.extend(walked)
             roots.append(path)
         elif os.path.exists(path):
-            if not (exclude and exclude.excluded(path)):
-                files.append(path)
-                roots.append(path)
+            if exclude and exclude.excluded(path):
+                continue
+            refused = _named_link(path, allowed)
+            if refused is not None:
+                problems.append(refused)
+                continue
+            files.append(path)
+            roots.append(path)
         elif _is_glob(path):
             reported = len(problems)
             matched = _expand_glob(path, exclude, gitignore, problems, allowed)
@@ -111,6 +116,29 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             raise UsageError(f"{path}: {_missing(path)}")
     named = set(files) - set(found)
     return Collection(list(dict.fromkeys(files)), frozenset(found) - named, problems, Boundary.of(roots))
+
+
+def _named_link(path: str, allowed: Boundary) -> Finding | None:
+    """DS009 for a named file that is a symbolic link to a special file or out of the working tree.
+
+    The pre-commit hook names every changed file, and a pull request can add `ds_config.json ->
+    /proc/self/environ` or a link to a credentials file: such a link is not followed. A path the user
+    wrote under /dev or /proc (`<(cat ds_config.json)`, /dev/stdin) is read as asked."""
+    if not os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return None
+    real = os.path.realpath(path)
+    why = special(path)
+    if why is None:
+        beside = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if inside(real, os.path.realpath(os.getcwd())) or inside(real, beside) or allowed.admits(real):
+            return None
+        why = "outside the working directory: not followed (dsconfig reads only the tree it is asked to lint; " \
+              "--allow-read to lint it)"
+    else:
+        why += ": not followed (dsconfig never opens a special file a link leads to)"
+    finding = Finding(REFERENCE_NOT_FOLLOWED, f"a symbolic link to {real}, {why}")
+    finding.file = path
+    return finding
 
 
 def _missing(path: str) -> str:

@@ -83,6 +83,22 @@ def test_a_symlink_in_the_tree_is_not_followed_out_of_it(tree):
     assert ("ds_config.json", "DS509") not in by_file  # the real config beside them is still linted, and clean
 
 
+def test_a_named_link_out_of_the_tree_is_not_followed(tree):
+    """The pre-commit hook names each changed file: a link a pull request added is one of them."""
+    repo = tree / "repo"
+    os.symlink("/proc/self/environ", repo / "ds_config.json")
+    os.symlink(tree / "outside" / "secret.json", repo / "zero2.json")
+    (repo / "zero3.json").write_text(DS_CONFIG)
+    os.symlink("zero3.json", repo / "ds_config_link.json")
+    results = never_leaks("ds_config.json", "zero2.json", "ds_config_link.json", cwd=repo)
+    found = {(f["file"], f["code"]) for f in json.loads(results["json"].stdout)}
+    assert {("ds_config.json", "DS009"), ("zero2.json", "DS009")} <= found
+    assert not any(file == "ds_config_link.json" and code == "DS009" for file, code in found)  # inside: linted
+    piped = subprocess.run(["bash", "-c", f"{sys.executable} -m dsconfig lint <(cat zero3.json) --no-config"],
+                           cwd=repo, capture_output=True, text=True, timeout=60, check=False)
+    assert piped.returncode == 0 and "no problems in 1 file" in piped.stderr  # a path written under /dev is read
+
+
 def test_allow_read_lets_a_named_file_be_read(tree):
     configs = tree / "repo" / "configs"
     shared = tree / "shared"

@@ -248,8 +248,9 @@ REFERENCE_NOT_FOLLOWED = Rule(
     "DS009", "reference-not-followed", ERROR,
     summary="A config names a file dsconfig will not read or quote: outside the linted paths, or no config",
     what="""Reports a `deepspeed_config_file` whose real path (every symbolic link resolved) lies outside the
-    paths given to `dsconfig lint` and outside the folder of the YAML naming it, and a symbolic link in a walked
-    folder that leads out of it, and a named JSON file that holds no DeepSpeed setting, which it does not lint.
+    paths given to `dsconfig lint` and outside the folder of the YAML naming it, a symbolic link in a walked
+    folder that leads out of it, a file named on the command line that is a link to a special file or out of the
+    working directory (as the pre-commit hook names a link a pull request added), and a named JSON file that holds no DeepSpeed setting, which it does not lint.
     The pair is then not checked (a named FIFO, socket, device or file under /proc, /sys or /dev is never opened
     either; that is ACC020, since DeepSpeedPlugin cannot read it). `--allow-read PATH` (or `allow-read = [...]` in the configuration) lets
     dsconfig open files under PATH.""",
