@@ -217,6 +217,14 @@ def _yaml_naming(named: str, *, fifo: bool = False):
     return make
 
 
+def _named_link_to_environ(folder: str) -> Spec | None:
+    """The pre-commit hook names a `ds_config.json` a pull request added as a link to the environment."""
+    if not os.path.exists("/proc/self/environ"):
+        return None
+    os.symlink("/proc/self/environ", os.path.join(folder, "ds_config.json"))
+    return Spec(_lint("ds_config.json", "--format", "full"))
+
+
 def _walk_entries(folder: str) -> Spec | None:
     """A walked folder holding a dangling link, a loop of links and a FIFO named like configs."""
     if not hasattr(os, "mkfifo"):
@@ -440,6 +448,7 @@ CASES = [
     Case("names-fifo", lambda folder: hasattr(os, "mkfifo") and _yaml_naming("pipe", fifo=True)(folder) or None, 1,
          "FIFO", "configs/accelerate_config.yaml:5:"),
     Case("walk-bad-entries", _walk_entries, 1, "DS008", "configs/"),
+    Case("named-link-environ", _named_link_to_environ, 1, "DS009", "ds_config.json:1:1"),
     Case("null-root", _file("ds_config.json", b"null\n"), 1, "DS004", "ds_config.json:1:1"),
     Case("glob-slow-exclude", _glob_from("--exclude", SLOW_GLOB), 0, "DS509", f"./{LONG_NAME}:1:1"),
     Case("glob-slow-gitignore", _glob_from(".gitignore", SLOW_GLOB), 0, "DS509", f"./{LONG_NAME}:1:1"),
