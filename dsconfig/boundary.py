@@ -44,22 +44,9 @@ def special(path: str) -> str | None:
     for folder in SYSTEM_FOLDERS:
         if inside(real, folder):
             return f"under {folder}"
+    from .files import file_kind, os_reason
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
-        from .files import os_reason
         return os_reason(path, error)
-    return None if stat.S_ISREG(mode) else kind(mode)
-
-
-def kind(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
+    return None if stat.S_ISREG(mode) else file_kind(mode) or "not a regular file"

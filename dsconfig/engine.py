@@ -14,6 +14,7 @@ from typing import Iterable, NamedTuple
 from . import pairs
 from .document import Document, JsonDocument
 from .boundary import Boundary, inside, special
+from .files import os_reason
 from .findings import Finding
 from .phases import LOAD, SILENT
 from .rules.files import REFERENCE_NOT_FOLLOWED, FILE_TOO_LARGE, NOT_A_CONFIG, PARSE_ERROR, UNREADABLE_FILE
@@ -145,7 +146,6 @@ def _missing(path: str) -> str:
     """Why a path that os.path.exists denies is not there: a symlink loop or a dangling link say so."""
     import errno
 
-    from .files import os_reason
     try:
         os.stat(path)
     except OSError as error:
@@ -209,7 +209,7 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir()  # follows a link
             except OSError as error:
-                problems.append(_entry_problem(path, _reason(path, error)))
+                problems.append(_entry_problem(path, os_reason(path, error)))
                 continue
             if is_dir:
                 if entry.name in _SKIP_DIRS or entry.name.startswith("."):
@@ -238,11 +238,6 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
             found.append(path)
         stack.extend((folder, ignores) for folder in reversed(folders))
     return found
-
-
-def _reason(path: str, error: OSError) -> str:
-    from .files import os_reason
-    return os_reason(path, error)
 
 
 def _entry_problem(path: str, why: str) -> Finding:

@@ -153,9 +153,15 @@ def not_replaceable(path: str) -> str | None:
         return None
     if stat.S_ISLNK(mode):  # replacing it would cut the link, following it could write anywhere
         return "a symbolic link; not written through"
+    kind = file_kind(mode)
+    return None if kind is None else f"{kind}, not a regular file; not replaced"
+
+
+def file_kind(mode: int) -> str | None:
+    """What a file that is not a regular one is, in words ("a FIFO (named pipe)"), or None."""
     for test, kind in _KINDS:
         if test(mode):
-            return f"{kind}, not a regular file; not replaced"
+            return kind
     return None
 
 

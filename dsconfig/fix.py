@@ -41,7 +41,7 @@ import os
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
-from .boundary import Boundary
+from .boundary import Boundary, special
 from .findings import Finding
 from .pointers import pointer_from, pointer_join, pointer_tokens
 from .rules.accelerate_keys import (
@@ -452,14 +452,12 @@ def _not_writable(path: str, real: str, boundary: Boundary, writing: bool) -> st
         return "a symbolic link; fix the file it points to"
     if not boundary.admits(real):
         return f"its real path {real} is outside the paths linted"
-    try:
-        status = os.stat(real)
-    except OSError as error:
-        return error.strerror or str(error)
-    if not stat.S_ISREG(status.st_mode):
-        return "not a regular file"
+    why = special(real)
+    if why is not None:
+        return f"{why}, not a regular file"
     if not writing:
         return None
+    status = os.stat(real)
     if not status.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
         return "read-only; make it writable to fix it"
     if status.st_nlink > 1:
