@@ -40,6 +40,12 @@ class Options(NamedTuple):
     found: frozenset = frozenset()
     # Where a file a config names may be opened (with the naming YAML's folder); None: the files linted.
     boundary: Boundary | None = None
+    # --framework: how the training loop iterates the data (dsconfig.training.epochs.FRAMEWORKS); None: unknown
+    framework: str | None = None
+    # --batchnorm, or a linted script builds BatchNorm layers: one sample per device is an error
+    batchnorm: bool = False
+    # --batch-key / [tool.dsconfig] batch-keys: ((JSON pointer, "per-device" | "global"), ...) over the name rules
+    batch_keys: tuple[tuple[str, str], ...] = ()
 
 
 class LintResult(NamedTuple):

@@ -26,7 +26,7 @@ class Finding:
 
     __slots__ = (
         "rule", "code", "message", "pointer", "fails_in", "world_size", "fix", "on_key", "offset",
-        "file", "line", "column",
+        "file", "line", "column", "related",
     )
 
     def __init__(self, rule: Rule, message: str, pointer: str = "", *, fails_in: str | None = None,
@@ -45,6 +45,8 @@ class Finding:
         self.file = ""
         self.line = 1
         self.column = 1
+        # Evidence elsewhere: (file, line, column, what is there), e.g. the DataLoader a script's Trainer shards again
+        self.related: tuple[tuple[str, int, int, str], ...] = ()
 
     @property
     def severity(self) -> str:

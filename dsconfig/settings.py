@@ -9,11 +9,16 @@ override what the file says.
 [tool.dsconfig]
 target = "hf-trainer"                 # deepspeed | hf-trainer | accelerate | lightning
 world-sizes = [8, 16]                 # check the batch arithmetic at these world sizes
+framework = "lightning"               # lightning | torchrun | accelerate | hf-trainer | deepspeed | jax
+batchnorm = true                      # the model has BatchNorm layers: one sample per device is an error
 select = ["DS", "ACC"]                # codes, prefixes (DS2, ACC) or rule names (batch-mismatch)
 ignore = ["DS509"]
 fail-on = "warning"                   # error (default) | warning | info
 exclude = ["legacy/", "**/generated/*.json"]   # gitignore-style, relative to this file's folder
 allow-read = ["../shared-configs"]    # folders a config may name files in (relative to this file's folder)
+
+[tool.dsconfig.batch-keys]            # a training config's batch keys: per device or global
+"/data/train_bs" = "per-device"       # a JSON pointer, or data.train_bs
 
 [tool.dsconfig.per-file-ignores]      # glob -> selectors
 "configs/old/*.json" = ["DS104"]
@@ -43,7 +48,7 @@ from . import targets
 CONFIG_NAME = ".dsconfig.toml"
 PYPROJECT = "pyproject.toml"
 SEVERITY_NAMES = ("error", "warning", "info")
-KEYS = ("target", "world-sizes", "select", "ignore", "fail-on", "exclude", "allow-read", "per-file-ignores",
+KEYS = ("target", "world-sizes", "framework", "batchnorm", "batch-keys", "select", "ignore", "fail-on", "exclude", "allow-read", "per-file-ignores",
         "suppress")
 SUPPRESS_KEYS = ("files", "pointer", "rules", "reason")
 
@@ -77,6 +82,9 @@ class Settings:
         self.text = ""  # its text (DS900 frames)
         self.target: targets.Target | None = None
         self.world_sizes: tuple[int, ...] | None = None
+        self.framework: str | None = None
+        self.batchnorm: bool = False
+        self.batch_keys: tuple[tuple[str, str], ...] = ()  # (JSON pointer, per-device | global)
         self.select: tuple[str, ...] | None = None
         self.ignore: tuple[str, ...] = ()
         self.fail_on: str | None = None
@@ -214,6 +222,25 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
                 isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
             raise ConfigError(f"{where}: `world-sizes` must be a list of positive integers, e.g. [1, 2, 4, 8]")
         settings.world_sizes = tuple(dict.fromkeys(sizes))
+    if "framework" in table:
+        from .training.epochs import FRAMEWORKS
+        if table["framework"] not in FRAMEWORKS:
+            raise ConfigError(f"{where}: `framework` must be one of {', '.join(FRAMEWORKS)}, not "
+                              f"{table['framework']!r}{_did_you_mean(str(table['framework']), FRAMEWORKS)}")
+        settings.framework = table["framework"]
+    if "batchnorm" in table:
+        if not isinstance(table["batchnorm"], bool):
+            raise ConfigError(f"{where}: `batchnorm` must be true or false")
+        settings.batchnorm = table["batchnorm"]
+    if "batch-keys" in table:
+        from .training.names import parse_batch_key
+        keys = table["batch-keys"]
+        if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
+            raise ConfigError(f'{where}: `batch-keys` must be a table of "POINTER" = "per-device" | "global"')
+        try:
+            settings.batch_keys = tuple(parse_batch_key(f"{key}={kind}") for key, kind in keys.items())
+        except ValueError as error:
+            raise ConfigError(f"{where}: `batch-keys`: {error}") from None
     if "select" in table:
         settings.select = selectors("select", table["select"])
     if "ignore" in table:

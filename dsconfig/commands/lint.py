@@ -19,6 +19,7 @@ import click
 
 from .. import escape
 from ..targets import NAMES as TARGET_NAMES
+from ..training.epochs import FRAMEWORKS
 
 FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
 
@@ -119,6 +120,12 @@ def _check_output(output_file: str | None, force: bool) -> None:
               help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
 @click.option("--dataset-size", type=click.IntRange(min=1, max=MAX_DATASET_SIZE), metavar="N",
               help="Training samples: add optimizer steps per epoch at each world size.")
+@click.option("--framework", type=click.Choice(FRAMEWORKS),
+              help="How the training loop iterates the data, for steps per epoch (with --dataset-size).")
+@click.option("--batchnorm", is_flag=True, default=None,
+              help="The model has BatchNorm layers: one sample per device is an error, and no fix goes below 2.")
+@click.option("--batch-key", "batch_keys", multiple=True, metavar="POINTER=per-device|global",
+              help="Whether a training config's batch key is per device or global (e.g. /data/train_bs=global).")
 @click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
               show_default=True, help="Output format.")
 @click.option("-o", "--output-file", metavar="FILE",
@@ -153,7 +160,8 @@ def _check_output(output_file: str | None, force: bool) -> None:
                    "otherwise opens only the paths given and, for an Accelerate YAML, files in its folder.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
-def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, output_format, output_file, force, color,
+def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, framework, batchnorm, batch_keys,
+         output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
          apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
@@ -172,6 +180,8 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, ou
     selection = _selection(config_path, no_config, select, ignore, fail_on)
     inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
                       max_file_size, stdin_filename, allow_read)
+    inputs = inputs._replace(options=_training_options(inputs.options, selection.settings, framework, batchnorm,
+                                                       batch_keys))
     outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes,
                    writing=apply_fixes and not diff)
     if diff:
@@ -257,6 +267,21 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
                              gpus=gpus, nodes=nodes, training_args=args, dataset_size=dataset_size,
                              sources=sources or None, max_bytes=max_bytes)
     return Inputs(options, paths, virtual, stdin_text, tuple(allow_read))
+
+
+def _training_options(options, settings, framework, batchnorm, batch_keys):
+    """--framework, --batchnorm and --batch-key over what the configuration file says."""
+    from ..training.names import parse_batch_key
+    parsed = []
+    for text in batch_keys:
+        try:
+            parsed.append(parse_batch_key(text))
+        except ValueError as error:
+            raise click.BadParameter(escape.characters(str(error)), param_hint="--batch-key") from None
+    # the command line's keys come last: they win over the configuration's for the same pointer
+    return options._replace(framework=framework or settings.framework,
+                            batchnorm=settings.batchnorm if batchnorm is None else batchnorm,
+                            batch_keys=settings.batch_keys + tuple(parsed))
 
 
 # -- run ---------------------------------------------------------------------------------------------------

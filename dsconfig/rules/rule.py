@@ -46,6 +46,7 @@ AREAS = (
     ("DS5", "DS5xx optimizer and scheduler"),
     ("DS6", "DS6xx other sections"),
     ("DS7", "DS7xx target integration"),
+    ("DS8", "DS8xx training scripts"),
     ("DS9", "DS9xx dsconfig itself"),
     ("ACC", "ACCxxx Accelerate config files"),
 )

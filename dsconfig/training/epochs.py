@@ -1,0 +1,100 @@
+"""Steps per epoch as each framework's sampler and loop really iterate them.
+
+`per_device` is the batch one process draws per step, `accumulation` the batches per optimizer
+step, `world_size` the processes launched. What differs between frameworks is who shards the data
+and what happens to the remainder:
+
+  torchrun    the script's DistributedSampler (padded to ceil(N / world) samples per rank) under a
+              DataLoader(batch_size, drop_last); the usual loop steps every `accumulation` batches and
+              drops a partial accumulation at the end of the epoch
+  lightning   Lightning swaps in the same DistributedSampler (use_distributed_sampler=True) and steps
+              at every accumulate_grad_batches-th batch and at the end of the epoch
+  deepspeed   deepspeed_io: a DistributedSampler over the data-parallel ranks, a DataLoader with
+              dataloader_drop_last; the engine counts micro-steps across epochs (batches / GAS on average)
+  accelerate  prepare(): a DataLoader over the whole data set whose batches are dealt to the ranks in
+  hf-trainer  turn (BatchSamplerShard, even_batches repeats samples to fill the last round); steps every
+              GAS batches and at the end of the epoch (the Trainer: at least one)
+  jax         one global batch (per_device x devices) split over the devices, the remainder dropped, as
+              tf.data `batch(drop_remainder=True)` and grain loaders do under pmap / a sharded mesh
+
+Pure arithmetic, no imports: the lint path uses it. tests/training/test_epochs.py replays each
+against the real samplers (torch, Accelerate, Lightning).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+FRAMEWORKS = ("lightning", "torchrun", "accelerate", "hf-trainer", "deepspeed", "jax")
+
+HOW = {
+    "torchrun": "a DistributedSampler gives each process ceil(N / world) samples (padded by repeating); the "
+                "loop steps every gradient-accumulation batches",
+    "lightning": "Lightning gives each process a DistributedSampler of ceil(N / world) samples (padded by "
+                 "repeating) and steps every accumulate_grad_batches batches and at the end of the epoch",
+    "deepspeed": "a DistributedSampler gives each GPU ceil(N / world) samples and the engine steps at every "
+                 "gradient_accumulation_steps-th micro-batch, counting across epochs",
+    "accelerate": "prepare() deals the batches out to the processes in turn (repeating samples to even out the "
+                  "last round); accumulate() steps every gradient_accumulation_steps batches and at epoch end",
+    "hf-trainer": "Accelerate deals the batches out to the GPUs in turn (repeating samples to even out the last "
+                  "round) and the Trainer steps every gradient_accumulation_steps batches and at epoch end",
+    "jax": "each step takes one global batch and splits it over the devices; the remainder of the data set "
+           "is dropped",
+}
+
+
+class Epoch(NamedTuple):
+    """One epoch on rank 0."""
+    framework: str
+    world_size: int
+    per_device: int
+    accumulation: int
+    drop_last: bool
+    samples_per_device: int  # samples rank 0 draws (padding and repeats included)
+    batches_per_device: int  # batches rank 0 runs
+    optimizer_steps: float  # an int, except for DeepSpeed's running average (batches / GAS)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def epoch(framework: str, dataset_size: int, per_device: int, world_size: int, accumulation: int = 1,
+          drop_last: bool = False) -> Epoch:
+    """Rank 0's epoch under `framework` (one of FRAMEWORKS)."""
+    n, b, w, g = dataset_size, per_device, world_size, accumulation
+    if framework in ("accelerate", "hf-trainer"):
+        total = n // b if drop_last else _ceil(n, b)
+        batches = total // w + (1 if total % w and not drop_last else 0)
+        samples = min(n, batches * b) if w == 1 else batches * b
+        steps = _ceil(batches, g)
+        if framework == "hf-trainer":
+            steps = max(steps, 1)
+        return Epoch(framework, w, b, g, drop_last, samples, batches, steps)
+    if framework == "jax":
+        batches = n // (b * w)
+        return Epoch(framework, w, b, g, True, batches * b, batches, batches // g)
+    if framework not in ("torchrun", "lightning", "deepspeed"):
+        raise ValueError(f"unknown framework {framework!r}")
+    samples = _ceil(n, w)  # DistributedSampler(drop_last=False) pads every rank to ceil(N / world)
+    batches = samples // b if drop_last else _ceil(samples, b)
+    if framework == "deepspeed":
+        steps: float = batches / g
+    elif framework == "lightning":
+        steps = _ceil(batches, g)
+    else:
+        steps = batches // g
+    return Epoch(framework, w, b, g, drop_last, samples, batches, steps)
+
+
+def sharded_twice(dataset_size: int, per_device: int, world_size: int) -> int:
+    """Batches rank 0 runs when the project's own sampler already shards by rank and Lightning shards
+    its batches again (use_distributed_sampler=True around a rank-aware batch sampler).
+
+    The project's sampler pads to a multiple of world x batch and yields ceil(N / (world x batch))
+    batches per rank, as a DistributedBucketSampler with one bucket does; Lightning then deals those
+    batches out over the ranks once more: ceil(that / world). 1000 samples at batch 8: 125 batches on
+    1 GPU, 32 on 2, 14 on 3, so the epoch shrinks with the square of the GPU count.
+    """
+    n, b, w = dataset_size, per_device, world_size
+    return _ceil(_ceil(n, w * b), w)
