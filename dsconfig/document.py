@@ -41,6 +41,7 @@ class Document:
         self.path = path
         self.text = text
         self.kind = "unknown"
+        self.checked_with: frozenset[str] = frozenset()  # run options a check used (world_sizes, dataset_size, ...)
         self._line_starts: list[int] | None = None
 
     # -- provided by each format -----------------------------------------------------------------

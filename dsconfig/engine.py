@@ -17,10 +17,11 @@ from .boundary import Boundary, inside, special
 from .files import os_reason
 from .findings import Finding
 from .phases import LOAD, SILENT
-from .rules.files import REFERENCE_NOT_FOLLOWED, FILE_TOO_LARGE, NOT_A_CONFIG, PARSE_ERROR, UNREADABLE_FILE
+from .rules.files import (FILE_TOO_LARGE, NOT_A_CONFIG, OPTION_UNUSED, PARSE_ERROR, REFERENCE_NOT_FOLLOWED,
+                          UNREADABLE_FILE)
 from .targets import Target
 
-CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "site-packages"}
 
@@ -344,10 +345,15 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         else:
             paired.setdefault(os.path.realpath(side.json_path), []).append(side)
 
+    launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
     for real, doc in docs.items():
         if real not in paired:  # a paired JSON is linted below, in its pair's context
-            findings.extend(lint_document(doc, options))
+            found = lint_document(doc, options)
+            findings.extend(found)
             documents[doc.path] = doc
+            if real in launching:
+                doc.checked_with = frozenset(("world_sizes", "dataset_size", "batchnorm"))  # through its JSON
+            findings.extend(place(doc, unused_options(doc, options, found)))
     for side in sides:
         if side.json_path is None:
             findings.extend(place(side.doc, [pairs.missing_file(side)]))
@@ -358,6 +364,43 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         if doc is not None:
             documents[doc.path] = doc
     return LintResult(_in_file_order(findings, files), documents)
+
+
+_OPTION_WORDS = {
+    "world_sizes": "the world size",
+    "dataset_size": "--dataset-size",
+    "batchnorm": "--batchnorm",
+}
+_NOTHING_USES = {
+    "accelerate": "an Accelerate YAML without a DeepSpeed config file holds no batch size",
+    "other": "the file holds no batch size",
+}
+
+
+def unused_options(doc: Document, options: Options, findings: list[Finding]) -> list[Finding]:
+    """DS010 for each run option given that no check of this file used: never a silent pass.
+
+    Files a walk found and skipped as no config (DS005) are left alone; a named file always gets it."""
+    given = []
+    if options.world_sizes:
+        given.append(("world_sizes", f"--gpus {options.gpus}" + (f" --nodes {options.nodes}" if options.nodes else "")
+                      if options.gpus else f"world size {','.join(map(str, options.world_sizes))}"))
+    if options.dataset_size:
+        given.append(("dataset_size", f"--dataset-size {options.dataset_size}"))
+    if options.batchnorm:
+        given.append(("batchnorm", "--batchnorm"))
+    if not given or (doc.path in options.found and any(f.rule is NOT_A_CONFIG for f in findings)):
+        return []
+    checked = set(doc.checked_with)
+    if doc.kind == "accelerate" and (options.gpus or len(options.world_sizes or ()) == 1):
+        checked.add("world_sizes")  # compared with the processes the YAML launches
+    unused = [words for option, words in given if option not in checked]
+    if not unused:
+        return []
+    why = _NOTHING_USES.get(doc.kind, "no check of this kind of file uses it")
+    return [Finding(OPTION_UNUSED, f"{' and '.join(unused)} {'was' if len(unused) == 1 else 'were'} given, but no check "
+                                   f"of this file uses {'it' if len(unused) == 1 else 'them'} ({why}): nothing here was "
+                                   "checked against {}".format('it' if len(unused) == 1 else 'them'))]
 
 
 def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Finding], Document | None]:
@@ -469,6 +512,11 @@ def is_yaml(path: str) -> bool:
 
 def open_document(text: str, path: str, options: Options) -> Document:
     """Read and classify: a YamlDocument for YAML (PyYAML is imported only then), else a JsonDocument."""
+    if path.endswith(".toml") and options.kind != "deepspeed":
+        from .tomldoc import TomlDocument
+        doc = TomlDocument(path, text)
+        doc.kind = "other"  # a training config or nothing: DeepSpeed and Accelerate never read TOML
+        return doc
     if is_yaml(path) and options.kind != "deepspeed":  # DeepSpeed reads any file as JSON, a .yaml too
         from .yamldoc import YamlDocument
         doc = YamlDocument(path, text)
@@ -485,16 +533,16 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
         if doc.kind == "accelerate":
             from .accelerate import lint_accelerate
             findings = lint_accelerate(doc, options)
-        elif doc.format == "yaml":
-            why = "not valid YAML and not recognisable as a config" if not doc.loaded \
-                else "not a DeepSpeed or Accelerate config"
-            findings = [Finding(NOT_A_CONFIG, f"{why}; skipped")]
         elif doc.kind == "deepspeed":
             from .deepspeed.check import lint_deepspeed
             findings = lint_deepspeed(doc, options)
+            doc.checked_with = frozenset(("world_sizes", "dataset_size", "batchnorm"))
+        elif doc.format == "toml" and not doc.loaded and named(doc.path, options):
+            findings = [Finding(PARSE_ERROR, f"not valid TOML: {doc.load_error.message}", fails_in=LOAD,
+                                offset=doc.load_error.offset)]
         else:
             from .other import lint_other
-            findings = lint_other(doc)
+            findings = lint_other(doc, options)
     except Exception as error:
         raise InternalError(doc.path, error) from error
     return place(doc, findings)

@@ -1,60 +1,36 @@
-"""Files that are neither DeepSpeed nor Accelerate configs: skipped with a note.
+"""Files that are neither DeepSpeed nor Accelerate configs: a project's training config, or skipped.
 
-One thing is still worth saying about them: a batch size that is not an integer. A training
-script hands `{"train": {"batch_size": 7.0}}` to `torch.utils.data.DataLoader`, which raises
-"batch_size should be a positive integer value".
+A JSON, YAML or TOML file holding a batch-size key is a training config and gets the checks of
+dsconfig.training.configs; anything else is skipped with a note (DS005).
 """
 
 from __future__ import annotations
 
 from .findings import Finding
-from .pointers import dotted, pointer_join
-from .rules.files import NON_INTEGER_BATCH_SIZE, NOT_A_CONFIG
+from .rules.files import NOT_A_CONFIG
 
 
-def _is_batch_key(key: str) -> bool:
-    key = key.lower()
-    return key in ("batch_size", "batchsize") or key.endswith("_batch_size")
-
-
-def _bad_batch_sizes(value, pointer: str = ""):
-    stack = [(value, pointer)]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, dict):
-            for key, child in node.items():
-                child_pointer = pointer_join(where, key)
-                if isinstance(key, str) and _is_batch_key(key) and _not_a_batch_size(child):
-                    yield child_pointer, child
-                elif isinstance(child, (dict, list)):
-                    stack.append((child, child_pointer))
-        elif isinstance(node, list):
-            stack.extend((child, pointer_join(where, i)) for i, child in enumerate(node)
-                         if isinstance(child, (dict, list)))
-
-
-def _not_a_batch_size(value) -> bool:
-    if value is None or value == "auto" or isinstance(value, (dict, list)):
-        return False
-    return isinstance(value, bool) or not isinstance(value, int) or value <= 0
-
-
-def lint_other(doc) -> list[Finding]:
-    findings = []
-    parsed = doc.scan is not None or doc.json_error is None
-    if not parsed:
-        why = "it is nested too deeply to read" if "nesting too deep" in str(doc.json_error) else "it is not valid JSON"
-        findings.append(Finding(NOT_A_CONFIG, f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped"))
-        return findings
-    value = doc.json_value if doc.json_error is None else doc.hjson_value
-    findings.append(Finding(NOT_A_CONFIG, "not a DeepSpeed or Accelerate config; skipped"))
-    found = sorted(_bad_batch_sizes(value), key=lambda item: item[0])
-    for pointer, bad in found:
-        fix = None
-        if isinstance(bad, float) and bad.is_integer() and bad > 0:
-            fix = str(int(bad))
-        elif isinstance(bad, str) and bad.strip().isdigit() and int(bad) > 0:
-            fix = str(int(bad))
-        findings.append(Finding(NON_INTEGER_BATCH_SIZE, f"{dotted(pointer)} is {bad!r}: a PyTorch DataLoader needs a "
-                                                        "positive integer batch_size", pointer, fix=fix))
-    return findings
+def lint_other(doc, options) -> list[Finding]:
+    """The training-config findings, or DS005. Records on `doc.checked_with` the run options used."""
+    if doc.format == "json":
+        loaded = doc.scan is not None or doc.json_error is None
+        value = doc.json_value if doc.json_error is None else doc.hjson_value
+    else:
+        loaded, value = doc.reading(doc.format)
+    if not loaded:
+        if doc.format == "toml" and doc.path in options.found:
+            return []
+        why = "it is nested too deeply to read" if "nesting too deep" in str(getattr(doc, "json_error", "")) \
+            else f"it is not valid {doc.format.upper()}"
+        if doc.format == "yaml":
+            why = "not valid YAML and not recognisable as a config"
+            return [Finding(NOT_A_CONFIG, f"{why}; skipped")]
+        return [Finding(NOT_A_CONFIG, f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped")]
+    from .training import configs
+    outcome = configs.check(value, options, fixable=doc.format != "toml")
+    if outcome is None:
+        if doc.format == "toml" and doc.path in options.found:
+            return []  # pyproject.toml, .dsconfig.toml: a walk passes TOML without a batch size in silence
+        return [Finding(NOT_A_CONFIG, "not a DeepSpeed or Accelerate config, and no batch size in it; skipped")]
+    doc.checked_with = outcome.used
+    return outcome.findings

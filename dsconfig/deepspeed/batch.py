@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..findings import Finding
-from ..phases import INITIALIZE, PARSE
+from ..phases import INITIALIZE, PARSE, STEP
 from ..rules.batch import (
     BATCH_MISMATCH,
     BATCH_MISSING,
@@ -21,6 +21,7 @@ from ..rules.batch import (
     BATCH_WORLD_SIZES,
     FRACTIONAL_WORLD_SIZE,
     MICRO_BATCH_ONE,
+    BATCHNORM_ONE_SAMPLE,
 )
 from ..values import divisors
 
@@ -140,12 +141,40 @@ class Suggestion(NamedTuple):
     text: str  # human sentence
 
 
-def suggest(tbs: int | None, mbs: int | None, gas: int | None, world: int) -> list[Suggestion]:
-    """Ways to make the arithmetic hold at `world`, best first (all inputs positive ints or None).
+def suggest(tbs: int | None, mbs: int | None, gas: int | None, world: int, min_micro: int = 1) -> list[Suggestion]:
+    """Ways to make the arithmetic hold at `world`, best first (all inputs positive ints or None), none
+    leaving fewer than `min_micro` samples per GPU (2 for a model with BatchNorm layers).
 
     Keeping train_batch_size (the optimisation hyper-parameter) comes first; a one-key change
     is preferred over two.
     """
+    out = _suggestions(tbs, mbs, gas, world)
+    if min_micro <= 1:
+        return out
+    out = [s for s in out if _micro_after(s, tbs, mbs, gas, world) >= min_micro]
+    if not out:
+        m, g = max(mbs or min_micro, min_micro), gas or 1
+        also = f" and {MBS} to {m}" if mbs is not None and mbs < m else ""
+        if tbs is not None:
+            out.append(Suggestion(TBS, m * g * world, f"set {TBS} to {m * g * world}{also} ({fmt_product(m, g, world)}: "
+                                                      f"BatchNorm needs at least {min_micro} samples per GPU)"))
+        elif mbs is not None:
+            out.append(Suggestion(MBS, m, f"set {MBS} to {m} (BatchNorm needs at least {min_micro} samples per GPU)"))
+    return out
+
+
+def _micro_after(suggestion: Suggestion, tbs, mbs, gas, world: int) -> int:
+    """The micro batch per GPU once the suggestion is applied (a suggestion changes one key)."""
+    values = {TBS: tbs, MBS: mbs, GAS: gas}
+    values[suggestion.key] = suggestion.value
+    if suggestion.key == GAS and mbs is None and tbs is not None:
+        return tbs // (suggestion.value * world)
+    if values[MBS] is not None:
+        return values[MBS]
+    return (values[TBS] or 0) // ((values[GAS] or 1) * world)
+
+
+def _suggestions(tbs: int | None, mbs: int | None, gas: int | None, world: int) -> list[Suggestion]:
     out: list[Suggestion] = []
     if tbs is not None and tbs % world == 0:
         per_gpu = tbs // world
@@ -246,8 +275,10 @@ def _values(config: dict, auto_filled: frozenset):
     return tuple(None if key in auto_filled else config.get(key) for key in BATCH_KEYS)
 
 
-def check_world_size(config: dict, world_size: int, auto_filled: frozenset = frozenset()) -> list[Finding]:
-    """DS202/DS205/DS206 at one world size (the number of processes launched)."""
+def check_world_size(config: dict, world_size: int, auto_filled: frozenset = frozenset(),
+                     batchnorm: bool = False) -> list[Finding]:
+    """DS202/DS205/DS206 at one world size (the number of processes launched); with `batchnorm`, one sample
+    per GPU is DS207 and no suggested fix goes below 2 per GPU."""
     findings: list[Finding] = []
     try:
         dp = data_parallel_size(config, world_size)
@@ -268,9 +299,17 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
     if outcome.ok:
         micro = outcome.values[1]
         if micro == 1 and values[1] is None:  # explicit 1s are reported once, without a world size
-            findings.append(Finding(MICRO_BATCH_ONE, f"at world size {world_size} each GPU gets 1 sample per step "
-                                                     f"({TBS} {values[0]} over {world_size} GPUs); BatchNorm layers "
-                                                     "need at least 2", POINTER[TBS], world_size=world_size))
+            message = f"at world size {world_size} each GPU gets 1 sample per step ({TBS} {values[0]} over " \
+                      f"{world_size} GPUs)"
+            if batchnorm:
+                fix = suggest(as_int(values[0]), None, as_int(values[2]), dp, min_micro=2)
+                findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{message}: with BatchNorm layers the first step fails "
+                                        "with \"Expected more than 1 value per channel when training\". To fix: "
+                                        f"{fix[0].text}", POINTER[fix[0].key], fails_in=STEP, world_size=world_size,
+                                        fix=str(fix[0].value)))
+            else:
+                findings.append(Finding(MICRO_BATCH_ONE, f"{message}; BatchNorm layers need at least 2",
+                                        POINTER[TBS], world_size=world_size))
         return findings
     if outcome.kind != "assert" or any(_non_positive(v) for v in values):
         return findings  # missing keys, type errors and non-positive values do not depend on the world size
@@ -280,7 +319,7 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
                                 fails_in=PARSE, world_size=world_size))
         return findings
     tbs, mbs, gas = ints
-    options = suggest(tbs, mbs, gas, dp)
+    options = suggest(tbs, mbs, gas, dp, min_micro=2 if batchnorm else 1)
     given = [k for k, v in zip(BATCH_KEYS, values) if v is not None]
     pointer = POINTER[options[0].key] if options else POINTER[given[0]]
     detail = ""

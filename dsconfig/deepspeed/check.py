@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from .. import targets
 from ..findings import Finding
-from ..phases import LOAD, PARSE
-from ..rules.batch import MICRO_BATCH_ONE
+from ..phases import LOAD, PARSE, STEP
+from ..rules.batch import BATCHNORM_ONE_SAMPLE, MICRO_BATCH_ONE
 from ..rules.files import NOT_AN_OBJECT
 from ..rules.keys import REMOVED_KEY, STEP_VALUE, WRONG_TYPE
 from ..values import describe
@@ -55,7 +55,7 @@ def config_findings(config: dict, target: targets.Target, options, written=None)
     findings = list(sections.findings)
     resolved = assume_repaired(config, sections)
     findings.extend(check_loose(config, resolved))
-    findings.extend(check_batch(config, target, world_sizes, written))
+    findings.extend(check_batch(config, target, world_sizes, written, options.batchnorm))
     already = {f.pointer for f in findings if f.fails_in in (LOAD, PARSE)}
     findings.extend(auto.check_targets(config, target, set(sections.auto_dropped), already))
     findings.extend(auto.check_walked_sections(config, target, already))
@@ -70,7 +70,7 @@ def config_findings(config: dict, target: targets.Target, options, written=None)
     return findings
 
 
-def check_batch(config: dict, target: targets.Target, world_sizes, written=None) -> list[Finding]:
+def check_batch(config: dict, target: targets.Target, world_sizes, written=None, batchnorm: bool = False) -> list[Finding]:
     filled = auto.batch_filled(config, target)
     view = config
     if target is targets.LIGHTNING:
@@ -86,11 +86,17 @@ def check_batch(config: dict, target: targets.Target, world_sizes, written=None)
     findings = batch.world_independent(view, filled) + batch.check_types(config, filled, written)
     if world_sizes:
         for size in world_sizes:
-            findings.extend(batch.check_world_size(view, size, filled))
+            findings.extend(batch.check_world_size(view, size, filled, batchnorm))
     else:
         findings.extend(batch.check_without_world_size(view, filled))
     micro = config.get(batch.MBS)
-    if micro == 1 and isinstance(micro, int) and batch.MBS not in filled:
+    if micro == 1 and isinstance(micro, int) and batch.MBS not in filled and batchnorm:
+        findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{batch.MBS} is 1 and the model has BatchNorm layers: the first "
+                                                      "training step fails with \"Expected more than 1 value per "
+                                                      "channel when training\"; use at least 2 (and fewer "
+                                                      "accumulation steps to keep the global batch)",
+                                batch.POINTER[batch.MBS], fails_in=STEP, fix="2"))
+    elif micro == 1 and isinstance(micro, int) and batch.MBS not in filled:
         findings.append(Finding(MICRO_BATCH_ONE, f"{batch.MBS} is 1: each GPU sees one sample per step; BatchNorm "
                                                  "layers fail with \"Expected more than 1 value per channel when "
                                                  "training\"",

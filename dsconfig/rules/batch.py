@@ -4,8 +4,8 @@ as DeepSpeedConfig resolves and checks it at each world size. Checked by dsconfi
 
 from __future__ import annotations
 
-from ..phases import INITIALIZE, PARSE, SILENT
-from .rule import CHANGED_VALUE, ERROR, INFO, SAFE, UNSAFE, Autofix, Rule, ds
+from ..phases import INITIALIZE, PARSE, SILENT, STEP
+from .rule import CHANGED_VALUE, ERROR, INFO, SAFE, UNSAFE, Autofix, Rule, ds, folder
 
 BATCH_MISSING = Rule(
     "DS200", "batch-missing", ERROR,
@@ -211,7 +211,65 @@ FRACTIONAL_WORLD_SIZE = Rule(
     fix="Choose a `sequence_parallel_size` that divides the number of GPUs (1, 2, 4 or 8 on 8 GPUs).",
 )
 
+BATCHNORM_ONE_SAMPLE = Rule(
+    "DS207", "batchnorm-one-sample", ERROR,
+    summary="One sample per device for a model with BatchNorm layers: the first training step fails",
+    what="""With `--batchnorm` (or when a linted training script builds BatchNorm layers), reports every batch that
+    leaves one sample per device: a micro batch of 1, a global batch that splits to 1 per GPU at a world size
+    given, in a ds_config.json or in a project's training config.""",
+    why="""BatchNorm normalises over the batch: with one sample per device PyTorch raises `ValueError: Expected more
+    than 1 value per channel when training` in the first forward pass (SyncBatchNorm and flax's BatchNorm
+    degenerate the same way), after the model has loaded on every GPU.""",
+    fails_in=(STEP,),
+    failing=ds("""
+        {
+          "train_batch_size": 8,
+          "gradient_accumulation_steps": 1,
+          "zero_optimization": {"stage": 2}
+        }
+        """, world_sizes=(8,), batchnorm=True),
+    passing=ds("""
+        {
+          "train_batch_size": 16,
+          "gradient_accumulation_steps": 1,
+          "zero_optimization": {"stage": 2}
+        }
+        """, world_sizes=(8,), batchnorm=True),
+    fix="""Give each device at least 2 samples: raise the batch (or lower the accumulation steps, keeping the global
+    batch), or launch fewer GPUs. With `--batchnorm` no fix dsconfig suggests goes below 2 per device.""",
+    autofix=Autofix(UNSAFE, "The suggested batch gives each device 2 samples: the global batch, and with it the "
+                            "learning-rate schedule the run was tuned for, changes."),
+)
+
+GLOBAL_BATCH_INDIVISIBLE = Rule(
+    "DS208", "global-batch-indivisible", ERROR,
+    summary="A training config's global batch does not split evenly over the GPUs launched",
+    what="""In a project's training config (YAML, JSON or TOML), at each world size given, reports a global batch
+    key (`global_batch_size`, `total_batch_size`, ...; plain `batch_size` under `--framework jax`; any key set
+    global with `--batch-key`) that the world size does not divide, or that disagrees with the per-device batch
+    and the accumulation steps written next to it.""",
+    why="""The global batch is split over the processes: JAX fails with "batch size must be divisible by the number
+    of devices", and PyTorch projects that compute the per-GPU batch as `global // world_size` silently train
+    with a smaller global batch than the config says (and a learning rate tuned for the other one).""",
+    fails_in=(STEP, SILENT),
+    failing=folder(("train.yaml", """
+        data:
+          global_batch_size: 30
+          gradient_accumulation_steps: 1
+        """), lint=("train.yaml",), world_sizes=(4,)),
+    passing=folder(("train.yaml", """
+        data:
+          global_batch_size: 32
+          gradient_accumulation_steps: 1
+        """), lint=("train.yaml",), world_sizes=(4,)),
+    fix="""Use a global batch that is a multiple of the world size (times the accumulation steps), or give the
+    per-device batch instead; dsconfig names the nearest values that divide.""",
+    autofix=Autofix(UNSAFE, "The nearest global batch that splits is another batch size: the run's optimisation "
+                            "changes, so only --unsafe-fixes writes it."),
+)
+
 RULES = (
     BATCH_MISSING, BATCH_TYPE, BATCH_MISMATCH, BATCH_NO_WORLD_SIZE, BATCH_WORLD_SIZES, MICRO_BATCH_ONE,
+    BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH_INDIVISIBLE,
     FRACTIONAL_WORLD_SIZE,
 )

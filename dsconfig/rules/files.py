@@ -167,19 +167,32 @@ NOT_A_CONFIG = Rule(
 
 NON_INTEGER_BATCH_SIZE = Rule(
     "DS006", "non-integer-batch-size", ERROR,
-    summary="A batch-size key outside DeepSpeed holds a non-integer (a PyTorch DataLoader rejects it)",
-    what="""Reports, in a JSON file that is not a DeepSpeed config, a batch-size key (`batch_size`,
-    `*_batch_size`) holding something other than a positive integer.""",
-    why="""Training scripts hand such values straight to `torch.utils.data.DataLoader`, which raises `ValueError:
-    batch_size should be a positive integer value, but got batch_size=7.0` when the script builds its data loader.""",
-    fails_in=(SILENT,),
-    failing=ds("""
-        {"train": {"batch_size": 7.0, "epochs": 3}, "eval": {"batch_size": 16}}
-        """, name="train.json"),
-    passing=ds("""
-        {"train": {"batch_size": 7, "epochs": 3}, "eval": {"batch_size": 16}}
-        """, name="train.json"),
-    fix="""Write the batch size as a positive integer literal: `7`, not `7.0` or `"7"`.""",
+    summary="A training config's batch-size key holds no positive integer (a PyTorch DataLoader rejects it)",
+    what="""Reports, in a project's own training config (JSON, YAML or TOML, OmegaConf/Hydra style included; any
+    file that is not a DeepSpeed or Accelerate config), a batch-size key anywhere in the tree (`batch_size`,
+    `train_bs`, `micro_batch_size`, `per_device_train_batch_size`, `global_batch_size`, `batch_size_per_gpu`, ...)
+    holding a float (even `7.0`), a string (`"8"`), a boolean, zero or a negative number. `"auto"`, null, `???`
+    and `${...}` interpolations that resolve to an integer are left alone.""",
+    why="""Training scripts hand these values straight to `torch.utils.data.DataLoader`, which raises `ValueError:
+    batch_size should be a positive integer value, but got batch_size=7.0`, or to a bucket sampler that
+    multiplies a list by it: `TypeError: can't multiply sequence by non-int of type 'float'`.""",
+    fails_in=(STEP,),
+    failing=folder(("configs/train.yaml", """
+        train:
+          batch_size: 7.0
+          epochs: 100
+        model:
+          hidden_channels: 192
+        """), lint=("configs/train.yaml",)),
+    passing=folder(("configs/train.yaml", """
+        train:
+          batch_size: 7
+          epochs: 100
+        model:
+          hidden_channels: 192
+        """), lint=("configs/train.yaml",)),
+    fix="""Write the batch size as a positive integer literal: `7`, not `7.0` or `"7"`; if a program writes the
+    file, make it write an integer (`int(...)`, or `//` throughout instead of `/`).""",
     autofix=Autofix(
         SAFE,
         'A batch size written as 7.0 or "7" becomes 7: the number the author wrote, in the only form a PyTorch '
@@ -187,6 +200,30 @@ NON_INTEGER_BATCH_SIZE = Rule(
         unless="the value is a boolean",
         demoted_when=CHANGED_VALUE,
     ),
+)
+
+OPTION_UNUSED = Rule(
+    "DS010", "option-unused", WARNING,
+    summary="--world-size, --gpus, --dataset-size or --batchnorm was given, but no check of this file uses it",
+    what="""Warns, for each file linted, about the command-line options (or configuration settings) that describe
+    the training run but that no check of that file could use: a training config without a batch key, an
+    Accelerate YAML without batch settings, a training script with nothing those options bear on.""",
+    why="""`dsconfig lint train.yaml --world-size 3` that prints nothing would read as "fine on 3 GPUs", though
+    nothing in the file was checked at 3 GPUs. A pass must never be silent about what it did not check.""",
+    fails_in=(SILENT,),
+    failing=folder(("configs/train.yaml", """
+        optimizer:
+          lr: 0.0002
+        epochs: 100
+        """), lint=("configs/train.yaml",), world_sizes=(2,)),
+    passing=folder(("configs/train.yaml", """
+        optimizer:
+          lr: 0.0002
+        epochs: 100
+        batch_size: 8
+        """), lint=("configs/train.yaml",), world_sizes=(2,)),
+    fix="""Lint the file that holds the batch size too (a training config, the ds_config.json, the training
+    script), or tell dsconfig which key it is (`--batch-key POINTER=per-device|global`).""",
 )
 
 FILE_TOO_LARGE = Rule(
@@ -341,5 +378,6 @@ UNUSED_SUPPRESSION = Rule(
 
 RULES = (
     PARSE_ERROR, DUPLICATE_KEY, HJSON_SYNTAX, HJSON_VALUE_TRAP, NOT_AN_OBJECT, NOT_A_CONFIG,
-    NON_INTEGER_BATCH_SIZE, FILE_TOO_LARGE, UNREADABLE_FILE, REFERENCE_NOT_FOLLOWED, UNUSED_SUPPRESSION,
+    NON_INTEGER_BATCH_SIZE, FILE_TOO_LARGE, UNREADABLE_FILE, REFERENCE_NOT_FOLLOWED, OPTION_UNUSED,
+    UNUSED_SUPPRESSION,
 )

@@ -82,10 +82,17 @@ def test_docs_are_complete(code):
             pass  # a folder walked: the rules about walking (DS008, DS009)
         elif code.startswith("ACC"):
             assert linted.endswith(".yaml"), f"{code}: Accelerate rules are shown on a YAML file"
+        elif code in TRAINING_PROJECT_RULES or code.startswith("DS8"):
+            # about a project's own training configs and scripts, which may be any of these
+            assert linted.endswith((".json", ".yaml", ".yml", ".toml", ".py")), code
         else:
             assert linted.endswith(".json"), f"{code}: DeepSpeed rules are shown on a JSON file"
         assert all(text.endswith("\n") and not text.startswith(" ") for _, text in example.files)
     assert rule.area in [title for _, title in AREAS]
+
+
+# rules shown on a project's training config (YAML, TOML) or script rather than on a ds_config.json
+TRAINING_PROJECT_RULES = {"DS006", "DS010", "DS208"}
 
 
 def test_examples_name_the_files_they_use():

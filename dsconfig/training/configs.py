@@ -1,0 +1,320 @@
+"""A project's own training configs (YAML, JSON, TOML): batch sizes as the training code will use them.
+
+Any file that is neither a DeepSpeed nor an Accelerate config and holds a batch-size key somewhere
+in its tree (dsconfig.training.names) is a training config. Its batch sizes must be positive
+integers (DS006); at the world sizes given a global batch must split over the GPUs and agree with
+the per-device batch and accumulation written next to it (DS208); with BatchNorm no device may
+get one sample (DS207); with `--dataset-size` the steps per epoch of `--framework` are listed
+(DS705). OmegaConf/Hydra `${a.b}` interpolations are resolved within the file; `???`, `"auto"`
+and null are left to whoever fills them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+from ..findings import Finding
+from ..phases import STEP
+from ..pointers import dotted, pointer_join, pointer_tokens
+from ..rules.batch import BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH_INDIVISIBLE, MICRO_BATCH_ONE
+from ..rules.files import NON_INTEGER_BATCH_SIZE
+from ..rules.integration import STEPS_PER_EPOCH
+from ..values import brief
+from . import epochs
+from .names import GLOBAL, PER_DEVICE, default_kind, is_batch_key
+
+ACCUMULATION_KEYS = frozenset({
+    "gradient_accumulation_steps", "accumulate_grad_batches", "grad_accum", "grad_accum_steps",
+    "gradient_accumulation", "accumulation_steps", "accum_steps", "accum_iter", "update_freq",
+})
+# batches that are not the training batch: no steps table for them
+_NOT_TRAINING = re.compile(r"(?:^|_)(?:eval|evaluation|val|valid|validation|test|predict|inference|infer)(?:_|$)")
+_INTERPOLATION = re.compile(r"^\$\{(\.*)([A-Za-z0-9_.\[\]-]+)\}$")
+_MAX_DEPTH = 200  # deeper trees are not training configs anyone wrote; the walk stops there
+DEFAULT_WORLD_SIZES = (1, 2, 4, 8)
+
+
+class Entry(NamedTuple):
+    pointer: str
+    key: str
+    written: object  # the value in the file
+    value: object  # the value the program gets: an interpolation resolved, else as written
+    kind: str  # per-device | global
+    set_by_option: bool  # kind given by --batch-key / batch-keys
+
+
+class Outcome(NamedTuple):
+    findings: list[Finding]
+    used: frozenset[str]  # the run options a check used: world_sizes, dataset_size, batchnorm
+
+
+def batch_entries(root, framework: str | None = None, batch_keys=()) -> list[Entry]:
+    """Every batch-size key in the tree, in file order, with its kind (per device or global)."""
+    overrides = dict(batch_keys)
+    entries = []
+    stack = [(root, "", 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            continue
+        children = []
+        if isinstance(node, dict):
+            for key, child in node.items():
+                pointer = pointer_join(where, key)
+                if isinstance(key, str) and (pointer in overrides or is_batch_key(key)) \
+                        and not isinstance(child, (dict, list)):
+                    kind = overrides.get(pointer) or default_kind(key, framework)
+                    entries.append(Entry(pointer, key, child, _resolve(root, pointer, child), kind,
+                                         pointer in overrides))
+                elif isinstance(child, (dict, list)):
+                    children.append((child, pointer, depth + 1))
+        elif isinstance(node, list):
+            children = [(child, pointer_join(where, i), depth + 1) for i, child in enumerate(node)
+                        if isinstance(child, (dict, list))]
+        stack.extend(reversed(children))
+    return entries
+
+
+def _resolve(root, pointer: str, value, hops: int = 0):
+    """An OmegaConf interpolation `${train.batch_size}` (or relative `${..batch_size}`) resolved within the
+    file; anything else as it is. An interpolation that cannot be resolved stays a string."""
+    if not isinstance(value, str) or hops > 10:
+        return value
+    match = _INTERPOLATION.match(value.strip())
+    if not match or ":" in value:  # ${oc.env:BS,8}: a resolver dsconfig cannot run
+        return value
+    dots, path = match.groups()
+    tokens = re.split(r"\.|\[|\]\.?", path)
+    tokens = [t for t in tokens if t != ""]
+    if dots:  # relative: one dot is the node's own mapping, each further dot one level up
+        base = pointer_tokens(pointer)[:-1]
+        base = base[:len(base) - (len(dots) - 1)] if len(dots) > 1 else base
+        tokens = base + tokens
+    node = root
+    for token in tokens:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return value
+    target = "/" + "/".join(tokens)
+    return _resolve(root, target, node, hops + 1)
+
+
+def config_values(root, framework: str | None = None, batch_keys=()) -> dict[str, object]:
+    """Dotted key path -> value of every batch key (for a script reading `hps.train.batch_size`)."""
+    return {dotted(entry.pointer): entry.value for entry in batch_entries(root, framework, batch_keys)}
+
+
+# -- the checks ------------------------------------------------------------------------------------------
+
+
+def check(root, options, fixable: bool = True) -> Outcome | None:
+    """The findings for a training config's tree, or None when it holds no batch key (no training config)."""
+    entries = batch_entries(root, options.framework, options.batch_keys)
+    if not entries:
+        return None
+    findings: list[Finding] = []
+    good: list[Entry] = []
+    for entry in entries:
+        problem = _type_problem(entry, fixable)
+        if problem is not None:
+            findings.append(problem)
+        elif _positive_int(entry.value):
+            good.append(entry)
+    used = {"world_sizes", "batchnorm"}  # every world size and BatchNorm was checked against each batch
+    world_sizes = options.world_sizes
+    for entry in good:
+        if entry.kind == GLOBAL and world_sizes:
+            findings.extend(_split(root, entry, world_sizes, options.batchnorm))
+        elif entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm:
+            findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{dotted(entry.pointer)} is 1 per device and the model has "
+                                                          "BatchNorm layers: the first training step fails with "
+                                                          "\"Expected more than 1 value per channel when training\"; "
+                                                          "use at least 2", entry.pointer, fails_in=STEP))
+    if options.dataset_size:
+        used.add("dataset_size")
+        findings.extend(_steps_tables(root, good, options))
+    return Outcome(findings, frozenset(used))
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _skipped(value) -> bool:
+    """Values someone else fills: null, "auto", OmegaConf's mandatory `???`, an unresolved interpolation."""
+    if value is None:
+        return True
+    return isinstance(value, str) and (value.strip() in ("auto", "???") or value.strip().startswith("${"))
+
+
+def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
+    value, name = entry.value, dotted(entry.pointer)
+    if _positive_int(value) or _skipped(value):
+        return None
+    fix = None
+    if isinstance(value, bool):
+        what = "a boolean, not a number of samples"
+    elif isinstance(value, float):
+        what = "a float"
+        if math.isfinite(value) and value.is_integer() and value > 0:
+            fix = int(value)
+    elif isinstance(value, str):
+        what = "a string"
+        fix = _integer_text(value)
+    elif isinstance(value, int):
+        what = "zero" if value == 0 else "negative"
+    else:
+        what = f"a {type(value).__name__}"
+    via = f" (from {entry.written})" if entry.written is not value else ""
+    message = (f"{name} is {brief(value)}{via}: {what}. PyTorch's DataLoader raises \"ValueError: batch_size should "
+               f"be a positive integer value\", and code that multiplies a list by it raises TypeError")
+    if fix is not None:
+        message += f"; write {fix}"
+    pointer_fix = str(fix) if fix is not None and fixable and entry.written is value else None
+    return Finding(NON_INTEGER_BATCH_SIZE, message, entry.pointer, fails_in=STEP, fix=pointer_fix)
+
+
+def _integer_text(text: str) -> int | None:
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return None
+    return int(number) if math.isfinite(number) and number.is_integer() and number > 0 else None
+
+
+def _sibling(root, entry: Entry, keys) -> tuple[str, object] | None:
+    """A key of `keys` next to the entry (in the same mapping), with its value."""
+    for key, value in _parent(root, entry).items():
+        if key in keys and key != entry.key:
+            return key, value
+    return None
+
+
+def _per_device_sibling(root, entry: Entry) -> tuple[str, int] | None:
+    """The training per-device batch written next to a global one."""
+    for key, value in _parent(root, entry).items():
+        if isinstance(key, str) and key != entry.key and is_batch_key(key) and not _NOT_TRAINING.search(key.lower()) \
+                and default_kind(key) == PER_DEVICE and _positive_int(value):
+            return key, value
+    return None
+
+
+def _parent(root, entry: Entry) -> dict:
+    parent = root
+    for token in pointer_tokens(entry.pointer)[:-1]:
+        parent = parent[int(token)] if isinstance(parent, list) else parent[token]
+    return parent
+
+
+def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
+    """DS208 / DS207 / DS205 for a global batch at each world size."""
+    name, total = dotted(entry.pointer), entry.value
+    accumulation = _sibling(root, entry, ACCUMULATION_KEYS)
+    accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else None
+    per_device = _per_device_sibling(root, entry)
+    least = 2 if batchnorm else 1
+    findings = []
+    for world in world_sizes:
+        if per_device is not None and accum is not None:
+            expected = per_device[1] * accum * world
+            if expected != total:
+                findings.append(Finding(
+                    GLOBAL_BATCH_INDIVISIBLE,
+                    f"{name} is {total}, but {per_device[0]} {per_device[1]} × {accumulation[0]} {accum} × {world} GPUs "
+                    f"= {expected} at world size {world}: one of them is not what the training loop does. "
+                    f"{_choices(total, accum, world, least, name)}",
+                    entry.pointer, fails_in=STEP, world_size=world, fix=str(expected)))
+            continue
+        # without accumulation written, the loop derives it (Megatron-style: global / (micro × world))
+        step = world * (accum or 1) * (per_device[1] if per_device and accum is None else 1)
+        if total % step:
+            parts = [f"{world} GPUs"]
+            if accum:
+                parts.append(f"{accumulation[0]} {accum}")
+            if per_device and accum is None:
+                parts.append(f"{per_device[0]} {per_device[1]}")
+            findings.append(Finding(
+                GLOBAL_BATCH_INDIVISIBLE,
+                f"{name} {total} does not split evenly over {' × '.join(parts)} (a multiple of {step} does): JAX "
+                "fails with \"batch size must be divisible by the number of devices\" and PyTorch code computing "
+                f"{total} // {world} per GPU trains a smaller batch than written. "
+                f"{_choices(total, accum or 1, world, least, name, step)}",
+                entry.pointer, fails_in=STEP, world_size=world,
+                fix=str(_nearest(total, step, least * world * (accum or 1)))))
+            continue
+        each = total // (world * (accum or 1))
+        if each == 1 and per_device is None:  # a per-device key written next to it is checked on its own
+            message = (f"{name} {total} over {world} GPUs" + (f" × {accum} accumulation steps" if accum else "")
+                       + " leaves 1 sample per device per step")
+            if batchnorm:
+                findings.append(Finding(BATCHNORM_ONE_SAMPLE, message + ": with BatchNorm layers the first step fails "
+                                        "with \"Expected more than 1 value per channel when training\". "
+                                        f"{_choices(total, accum or 1, world, 2, name)}",
+                                        entry.pointer, fails_in=STEP, world_size=world,
+                                        fix=str(2 * world * (accum or 1))))
+            else:
+                findings.append(Finding(MICRO_BATCH_ONE, message + "; a model with BatchNorm layers fails on it "
+                                        "(--batchnorm makes this an error)", entry.pointer, world_size=world))
+    return findings
+
+
+def _nearest(total: int, step: int, floor: int) -> int:
+    """The multiple of `step` nearest `total` (upwards on a tie), never below `floor`."""
+    below = total // step * step
+    above = below + step
+    best = above if total - below >= above - total or below < max(floor, 1) else below
+    return max(best, -(-floor // step) * step)
+
+
+def _choices(total: int, accum: int, world: int, least: int, name: str, step: int | None = None) -> str:
+    """The nearest global batches that split, with what each GPU then gets (never fewer than `least`)."""
+    step = step or world * accum
+    floor = least * world * accum
+    below = total // step * step
+    options = [v for v in (below, below + step) if v >= floor and v > 0]
+    if not options:
+        options = [-(-floor // step) * step]
+    said = " or ".join(f"{v} ({v // (world * accum)} per GPU)" for v in dict.fromkeys(options))
+    return f"Set {name} to {said}"
+
+
+def _steps_tables(root, good: list[Entry], options) -> list[Finding]:
+    """DS705: batches and optimizer steps per epoch at each world size, for each training batch key."""
+    framework = options.framework or "torchrun"
+    sizes = options.world_sizes or DEFAULT_WORLD_SIZES
+    findings = []
+    for entry in good:
+        if _NOT_TRAINING.search(entry.key.lower()) or any(_NOT_TRAINING.search(t.lower())
+                                                           for t in pointer_tokens(entry.pointer)[:-1]):
+            continue
+        accumulation = _sibling(root, entry, ACCUMULATION_KEYS)
+        accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else 1
+        row = []
+        for world in sizes:
+            per_device = entry.value
+            if entry.kind == GLOBAL:
+                if entry.value % (world * accum):
+                    row.append(f"{world} → ? ({entry.value} does not split)")
+                    continue
+                per_device = entry.value // (world * accum)
+            plan = epochs.epoch(framework, options.dataset_size, per_device, world, accum)
+            steps = plan.optimizer_steps
+            shown = str(int(steps)) if float(steps).is_integer() else f"{steps:.2f}".rstrip("0")
+            text = f"{world} → {plan.batches_per_device} batches"
+            if accum > 1:
+                text += f", {shown} optimizer steps"
+            row.append(text)
+        assumed = "" if options.framework else " (assumed: give --framework)"
+        kind = "global" if entry.kind == GLOBAL else "per device"
+        message = (f"{options.dataset_size} samples, {dotted(entry.pointer)} {entry.value} {kind}"
+                   + (f", {accumulation[0]} {accum}" if accumulation and accum > 1 else "")
+                   + f", {framework}{assumed}: per GPU per epoch by GPU count: {'; '.join(row)}. "
+                   f"{framework}: {epochs.HOW[framework]}. Steps should fall as 1/GPUs; steps that fall with the "
+                   "square of the GPU count mean the data is sharded twice")
+        findings.append(Finding(STEPS_PER_EPOCH, message, entry.pointer))
+    return findings
