@@ -139,6 +139,7 @@ class Suggestion(NamedTuple):
     key: str  # the key whose new value is `value`
     value: int
     text: str  # human sentence
+    one_key: bool = True  # False: another key must change too (the text says which), so no autofix
 
 
 def suggest(tbs: int | None, mbs: int | None, gas: int | None, world: int, min_micro: int = 1) -> list[Suggestion]:
@@ -157,7 +158,8 @@ def suggest(tbs: int | None, mbs: int | None, gas: int | None, world: int, min_m
         also = f" and {MBS} to {m}" if mbs is not None and mbs < m else ""
         if tbs is not None:
             out.append(Suggestion(TBS, m * g * world, f"set {TBS} to {m * g * world}{also} ({fmt_product(m, g, world)}: "
-                                                      f"BatchNorm needs at least {min_micro} samples per GPU)"))
+                                                      f"BatchNorm needs at least {min_micro} samples per GPU)",
+                                  one_key=not also))
         elif mbs is not None:
             out.append(Suggestion(MBS, m, f"set {MBS} to {m} (BatchNorm needs at least {min_micro} samples per GPU)"))
     return out
@@ -196,7 +198,7 @@ def _suggestions(tbs: int | None, mbs: int | None, gas: int | None, world: int) 
             m = largest_divisor_at_most(per_gpu, mbs)
             g = per_gpu // m
             out.append(Suggestion(MBS, m, f"keep {TBS} {tbs}: set {MBS} to {m} and {GAS} to {g} "
-                                           f"({fmt_product(m, g, world)} = {tbs})"))
+                                           f"({fmt_product(m, g, world)} = {tbs})", one_key=False))
     if tbs is not None:
         step = (mbs or 1) * (gas or 1) * world
         if mbs is not None and gas is not None:
@@ -306,7 +308,7 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
                 findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{message}: with BatchNorm layers the first step fails "
                                         "with \"Expected more than 1 value per channel when training\". To fix: "
                                         f"{fix[0].text}", POINTER[fix[0].key], fails_in=STEP, world_size=world_size,
-                                        fix=str(fix[0].value)))
+                                        fix=str(fix[0].value) if fix[0].one_key else None))
             else:
                 findings.append(Finding(MICRO_BATCH_ONE, f"{message}; BatchNorm layers need at least 2",
                                         POINTER[TBS], world_size=world_size))
@@ -335,7 +337,7 @@ def check_world_size(config: dict, world_size: int, auto_filled: frozenset = fro
     if advice:
         message += f". To fix: {advice}"
     findings.append(Finding(BATCH_MISMATCH, message, pointer, fails_in=PARSE, world_size=world_size,
-                            fix=str(options[0].value) if options else None))
+                            fix=str(options[0].value) if options and options[0].one_key else None))
     return findings
 
 

@@ -95,7 +95,8 @@ def check_batch(config: dict, target: targets.Target, world_sizes, written=None,
                                                       "training step fails with \"Expected more than 1 value per "
                                                       "channel when training\"; use at least 2 (and fewer "
                                                       "accumulation steps to keep the global batch)",
-                                batch.POINTER[batch.MBS], fails_in=STEP, fix="2"))
+                                batch.POINTER[batch.MBS], fails_in=STEP,
+                                fix="2" if batch.TBS not in config else None))  # else train_batch_size changes too
     elif micro == 1 and isinstance(micro, int) and batch.MBS not in filled:
         findings.append(Finding(MICRO_BATCH_ONE, f"{batch.MBS} is 1: each GPU sees one sample per step; BatchNorm "
                                                  "layers fail with \"Expected more than 1 value per channel when "

@@ -1,0 +1,243 @@
+"""A project's own training configs: batch keys anywhere in JSON, YAML and TOML, as the training code uses them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
+
+from dsconfig.cli import cli
+from dsconfig.training import epochs
+from dsconfig.training.configs import batch_entries
+from dsconfig.training.names import GLOBAL, PER_DEVICE, default_kind, is_batch_key, parse_batch_key
+
+from ..helpers import lint
+
+
+def codes(findings):
+    return [f.code for f in findings]
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# -- which keys -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key,kind", [
+    ("batch_size", PER_DEVICE), ("train_bs", PER_DEVICE), ("micro_batch_size", PER_DEVICE),
+    ("per_device_train_batch_size", PER_DEVICE), ("batch_size_per_gpu", PER_DEVICE), ("bs", PER_DEVICE),
+    ("train_batch_size", PER_DEVICE),  # diffusers / HF example scripts: per device outside a ds_config.json
+    ("global_batch_size", GLOBAL), ("total_batch_size", GLOBAL), ("effective_batch_size", GLOBAL), ("gbs", GLOBAL),
+])
+def test_batch_keys_and_their_default_kind(key, kind):
+    assert is_batch_key(key) and default_kind(key) == kind
+
+
+@pytest.mark.parametrize("key", ["max_batch_size", "num_batches", "auto_find_batch_size", "batch_sampler",
+                                 "bs_type", "embs", "batches", "batch_first", "min_batch_size"])
+def test_not_batch_sizes(key):
+    assert not is_batch_key(key)
+
+
+def test_plain_batch_size_is_global_under_jax():
+    assert default_kind("batch_size", "jax") == GLOBAL and default_kind("batch_size_per_device", "jax") == PER_DEVICE
+
+
+def test_batch_key_option_takes_pointers_and_dotted_paths():
+    assert parse_batch_key("data.train_bs=global") == ("/data/train_bs", GLOBAL)
+    assert parse_batch_key("/a~1b/bs=per-device") == ("/a~1b/bs", PER_DEVICE)
+    with pytest.raises(ValueError):
+        parse_batch_key("data.train_bs=sometimes")
+
+
+def test_entries_are_found_at_any_depth_and_in_lists():
+    tree = {"stages": [{"data": {"train_bs": 32}}, {"data": {"train_bs": 16}}], "model": {"depth": 4}}
+    assert [(e.pointer, e.value) for e in batch_entries(tree)] == [("/stages/0/data/train_bs", 32),
+                                                                    ("/stages/1/data/train_bs", 16)]
+
+
+# -- DS006: values no DataLoader takes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value,fix", [("7.0", "7"), ('"8"', "8"), ("3.0", "3"), ("7.5", None), ("true", None),
+                                        ("0", None), ("-4", None), ('"eight"', None)])
+@pytest.mark.parametrize("form", ["yaml", "json", "toml"])
+def test_bad_batch_values_in_every_format(tmp_path, value, fix, form):
+    if form == "yaml":
+        path = write(tmp_path, "configs/train.yaml", f"train:\n  batch_size: {value}\n  epochs: 100\n")
+    elif form == "json":
+        path = write(tmp_path, "configs/train.json", f'{{"train": {{\n  "batch_size": {value}, "epochs": 100}}}}\n')
+    else:
+        path = write(tmp_path, "configs/train.toml", f"[train]\nbatch_size = {value}\nepochs = 100\n")
+    found = lint(path)
+    assert codes(found) == ["DS006"]
+    assert found[0].pointer == "/train/batch_size" and found[0].line == 2 and found[0].severity == "error"
+    assert found[0].fails_in == "step"
+    if fix is not None:
+        assert f"write {fix}" in found[0].message
+    assert found[0].fix == (fix if form != "toml" else None)
+
+
+def test_the_fix_is_written_in_yaml_and_json(tmp_path):
+    yaml_path = write(tmp_path, "train.yaml", "train:\n  batch_size: 7.0  # from the web UI\n  epochs: 10\n")
+    json_path = write(tmp_path, "train.json", '{"train": {"batch_size": 7.0, "epochs": 10}}\n')
+    result = CliRunner().invoke(cli, ["lint", "--no-config", "--fix", str(yaml_path), str(json_path)])
+    assert result.exit_code == 0, result.output
+    assert yaml_path.read_text() == "train:\n  batch_size: 7  # from the web UI\n  epochs: 10\n"
+    assert json.loads(json_path.read_text()) == {"train": {"batch_size": 7, "epochs": 10}}
+
+
+@pytest.mark.parametrize("value", ["auto", "???", "null", "${oc.env:BS,8}", "${missing.key}"])
+def test_values_someone_else_fills_are_left_alone(tmp_path, value):
+    assert lint(write(tmp_path, "train.yaml", f"data:\n  batch_size: '{value}'\n" if value != "null"
+                      else "data:\n  batch_size: null\n")) == []
+
+
+def test_interpolations_resolve_within_the_file(tmp_path):
+    text = "train:\n  batch_size: 7.0\ndata:\n  bs: ${train.batch_size}\n  local_bs: ${.bs}\n"
+    found = lint(write(tmp_path, "train.yaml", text))
+    assert [(f.code, f.pointer, f.fix) for f in found] == [
+        ("DS006", "/train/batch_size", "7"), ("DS006", "/data/bs", None), ("DS006", "/data/local_bs", None)]
+    assert "(from ${train.batch_size})" in found[1].message
+    assert lint(write(tmp_path, "ok.yaml", "train:\n  batch_size: 8\ndata:\n  bs: ${train.batch_size}\n")) == []
+
+
+def test_a_file_without_batch_keys_is_skipped_and_a_walk_skips_toml_quietly(tmp_path):
+    assert codes(lint(write(tmp_path, "a.yaml", "lr: 0.1\n"))) == ["DS005"]
+    from ..helpers import lint_folder
+    write(tmp_path / "walk", "pyproject.toml", "[project]\nname = 'x'\n")
+    write(tmp_path / "walk", "configs/train.toml", "[train]\nbatch_size = 8.0\n")
+    assert [(f.file.rsplit("/", 1)[-1], f.code) for f in lint_folder(tmp_path / "walk")] == [("train.toml", "DS006")]
+
+
+def test_a_named_toml_that_does_not_parse_is_a_load_error(tmp_path):
+    found = lint(write(tmp_path, "train.toml", "[train]\nbatch_size = \n"))
+    assert codes(found) == ["DS000"] and found[0].fails_in == "load" and found[0].line == 2
+
+
+# -- DS208 / DS207: the global batch over the GPUs ------------------------------------------------------------
+
+
+def test_a_global_batch_that_does_not_split(tmp_path):
+    path = write(tmp_path, "train.yaml", "data:\n  global_batch_size: 30\n")
+    assert lint(path) == []  # no world size given: nothing to split over
+    found = lint(path, world_sizes=(4,))
+    assert codes(found) == ["DS208"] and found[0].world_size == 4 and found[0].fix == "32"
+    assert "28 (7 per GPU) or 32 (8 per GPU)" in found[0].message
+    assert codes(lint(path, world_sizes=(2, 3, 5, 6))) == []
+
+
+def test_global_against_per_device_and_accumulation(tmp_path):
+    path = write(tmp_path, "train.yaml", "global_batch_size: 64\nmicro_batch_size: 8\ngradient_accumulation_steps: 2\n")
+    assert codes(lint(path, world_sizes=(4,))) == []  # 8 × 2 × 4 = 64
+    found = lint(path, world_sizes=(2,))
+    assert codes(found) == ["DS208"] and "8 × gradient_accumulation_steps 2 × 2 GPUs = 32" in found[0].message
+    # Megatron style: no accumulation written, the loop derives it as global / (micro × world)
+    megatron = write(tmp_path, "m.yaml", "global_batch_size: 64\nmicro_batch_size: 8\n")
+    assert codes(lint(megatron, world_sizes=(1, 2, 4, 8))) == []
+    assert codes(lint(megatron, world_sizes=(3,))) == ["DS208"]
+
+
+def test_batch_key_overrides_the_name(tmp_path):
+    path = write(tmp_path, "stage1.yaml", "data:\n  train_bs: 30\n")
+    assert lint(path, world_sizes=(4,)) == []  # per device by its name
+    assert codes(lint(path, world_sizes=(4,), batch_keys=(("/data/train_bs", GLOBAL),))) == ["DS208"]
+    glob = write(tmp_path, "g.yaml", "data:\n  global_batch_size: 30\n")
+    assert lint(glob, world_sizes=(4,), batch_keys=(("/data/global_batch_size", PER_DEVICE),)) == []
+
+
+def test_jax_framework_makes_batch_size_global(tmp_path):
+    path = write(tmp_path, "config.json", '{"batch_size": 1, "num_workers": 2}\n')
+    assert lint(path, world_sizes=(2,)) == []
+    found = lint(path, world_sizes=(2,), framework="jax")
+    assert codes(found) == ["DS208"] and "2 (1 per GPU)" in found[0].message
+
+
+def test_one_sample_per_device_with_batchnorm(tmp_path):
+    path = write(tmp_path, "train.yaml", "data:\n  global_batch_size: 2\n")
+    assert codes(lint(path, world_sizes=(2,))) == ["DS205"]  # an info without BatchNorm
+    found = lint(path, world_sizes=(2,), batchnorm=True)
+    assert codes(found) == ["DS207"] and found[0].fix == "4" and "4 (2 per GPU)" in found[0].message
+    # with BatchNorm the choices offered for an indivisible batch never go below 2 per GPU
+    odd = lint(write(tmp_path, "odd.yaml", "global_batch_size: 5\n"), world_sizes=(4,), batchnorm=True)
+    assert codes(odd) == ["DS208"] and odd[0].fix == "8" and "(1 per GPU)" not in odd[0].message
+    per_device = lint(write(tmp_path, "p.yaml", "train:\n  batch_size: 1\n"), batchnorm=True)
+    assert codes(per_device) == ["DS207"]
+
+
+# -- DS705: steps per epoch per framework ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framework", epochs.FRAMEWORKS)
+def test_steps_table_follows_the_framework(tmp_path, framework):
+    path = write(tmp_path, "train.yaml", "train:\n  batch_size: 8\n  epochs: 100\nval:\n  batch_size: 16\n")
+    sizes = (1, 2, 4) if framework == "jax" else (1, 2, 3)  # under JAX plain batch_size is the global batch
+    found = lint(path, dataset_size=1000, framework=framework, world_sizes=sizes)
+    assert codes(found) == ["DS705"] and found[0].pointer == "/train/batch_size"  # not the validation batch
+    for world in sizes:
+        per_device = 8 // world if framework == "jax" else 8
+        plan = epochs.epoch(framework, 1000, per_device, world)
+        assert f"{world} → {plan.batches_per_device} batches" in found[0].message
+    assert epochs.HOW[framework] in found[0].message
+
+
+def test_steps_table_without_framework_says_what_it_assumed(tmp_path):
+    found = lint(write(tmp_path, "train.yaml", "batch_size: 8\n"), dataset_size=1000)
+    assert "torchrun (assumed: give --framework)" in found[0].message
+
+
+# -- DS010: options that nothing used --------------------------------------------------------------------------
+
+
+def test_an_option_no_check_uses_is_a_warning(tmp_path):
+    path = write(tmp_path, "train.yaml", "optimizer:\n  lr: 0.0002\n")
+    found = lint(path, world_sizes=(3,), dataset_size=100, batchnorm=True)
+    assert codes(found) == ["DS005", "DS010"] and found[1].severity == "warning"
+    assert "world size 3 and --dataset-size 100 and --batchnorm were given" in found[1].message
+    assert codes(lint(write(tmp_path, "t.yaml", "batch_size: 8\n"), world_sizes=(3,))) == []
+    ds = write(tmp_path, "ds_config.json", '{"train_micro_batch_size_per_gpu": 2, "gradient_clipping": 1.0}\n')
+    assert "DS010" not in codes(lint(ds, world_sizes=(3,), dataset_size=100, batchnorm=True))
+
+
+def test_a_walk_does_not_warn_about_files_it_skips(tmp_path):
+    from ..helpers import lint_folder
+    write(tmp_path, "p/package.json", '{"name": "x"}\n')
+    write(tmp_path, "p/train.yaml", "batch_size: 8\n")
+    assert "DS010" not in codes(lint_folder(tmp_path / "p", world_sizes=(3,)))
+
+
+# -- DS202 fixes with BatchNorm, against DeepSpeed -------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(tbs=st.integers(1, 64), mbs=st.one_of(st.none(), st.integers(1, 8)), gas=st.one_of(st.none(), st.integers(1, 4)),
+       world=st.integers(1, 16))
+def test_batchnorm_fixes_never_go_below_two_per_gpu(tbs, mbs, gas, world):
+    """Every DS202/DS207 fix dsconfig offers with --batchnorm, applied, is accepted by DeepSpeed and gives a micro
+    batch of 2 or more."""
+    from dsconfig.deepspeed.batch import BATCH_KEYS
+    from ..oracle import DeepSpeedConfig, world as ds_world
+    config = {"train_batch_size": tbs, "gradient_clipping": 1.0}
+    if mbs is not None:
+        config["train_micro_batch_size_per_gpu"] = mbs
+    if gas is not None:
+        config["gradient_accumulation_steps"] = gas
+    from dsconfig.deepspeed import check
+    from ..helpers import options
+    fixes = [f for f in check.config_findings(config, check.targets.DEEPSPEED, options(world_sizes=(world,),
+                                                                                          batchnorm=True))
+             if f.code in ("DS202", "DS207") and f.fix is not None]
+    for finding in fixes:
+        key = finding.pointer.lstrip("/")
+        assert key in BATCH_KEYS
+        fixed = dict(config, **{key: int(finding.fix)})
+        with ds_world(world):
+            resolved = DeepSpeedConfig(fixed)  # a fix that needs two keys changed carries none
+        assert resolved.train_micro_batch_size_per_gpu >= 2, (config, world, finding.message)
