@@ -539,6 +539,20 @@ CASES = [
          "training arguments args.json: num_train_epochs is 1e+308"),
     Case("training-args-nan-warmup", _training_args(b'{"warmup_steps": NaN}'), 2,
          "training arguments args.json: warmup_steps is NaN"),
+    # a project's training configs: TOML and YAML read as training configs, never a traceback or a stall
+    Case("toml-deep-arrays", _file("train.toml", b"batch_size = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"), 1,
+         "DS000", "train.toml:1:"),
+    Case("toml-binary", _file("train.toml", b"\x00\xff\xfe" * 300), 1, "DS000", "train.toml:1:"),
+    Case("toml-million-batch-keys", _file("train.toml", b"".join(b"run%d_bs = 1.0\n" % i for i in range(15_000))), 1,
+         "DS006", "train.toml:1:"),
+    Case("yaml-alias-batch-bomb", _file("train.yaml", b"a0: &a0 {batch_size: 1.0}\n" + b"".join(
+        b"a%d: &a%d {x: *a%d, y: *a%d}\n" % (i, i, i - 1, i - 1) for i in range(1, 30)), "--world-size", "2",
+        "--dataset-size", "100"), 1, "DS006", "train.yaml:"),
+    Case("yaml-interpolation-loop", _file("train.yaml", b"a:\n  batch_size: ${b.batch_size}\nb:\n  batch_size: "
+                                                        b"${a.batch_size}\n", "--world-size", "2"), 0, "no problems in 1 file"),
+    Case("training-huge-global-batch", _file("train.yaml", b"global_batch_size: 1" + b"0" * 4000 + b"\n",
+                                             "--world-size", "3", "--dataset-size", "1000", "--batchnorm"), 1,
+         "4001-digit number", "train.yaml:1:"),
     # the deepest model accepted, planned through every rung and node count: the work is not per layer
     Case("generate-model-10000-layers", _model_config(_llama(num_hidden_layers=10_000, hidden_size=8192,
                                                              intermediate_size=28672), "generate"), 2,

@@ -112,6 +112,10 @@ def test_no_tomllib_import_without_a_config_file(tmp_path):
     ('fail-on = "warn"', "`fail-on` must be error, warning or info"),
     ('world-sizes = [0]', "`world-sizes` must be a list of positive integers"),
     ('target = "hf"', "`target` must be one of deepspeed, hf-trainer, accelerate, lightning"),
+    ('framework = "lightnin"', "`framework` must be one of lightning, torchrun, accelerate, hf-trainer, deepspeed, "
+                               "jax, not 'lightnin'; did you mean `lightning`?"),
+    ('batchnorm = "yes"', "`batchnorm` must be true or false"),
+    ('[batch-keys]\n"/data/train_bs" = "per-gpu"', "`batch-keys`: '/data/train_bs=per-gpu': write POINTER=per-device"),
     ('[per-file-ignores]\n"*.json" = ["nope-rule"]', "unknown rule selector `nope-rule`"),
     ('[[suppress]]\nfiles = "x.json"\nrules = ["DS201"]', "`reason` is required"),
     ('[[suppress]]\nfiles = "x.json"\nrules = ["DS201"]\nreason = "  "', "`reason` is required"),
@@ -171,6 +175,17 @@ def test_world_sizes_and_target_from_the_file_cli_overrides(project):
     assert sorted(i["world_size"] for i in found if i["code"] == "DS202") == [4, 8] and status == 1
     status, found = items("configs", "--world-size", "2")
     assert "DS202" not in codes(found) and status == 0
+
+
+def test_training_settings_from_the_file_cli_adds_to_them(project):
+    """framework, batchnorm and batch-keys from [tool.dsconfig]; --batch-key wins for the same key."""
+    (project / "configs" / "stage1.yaml").write_text("data:\n  train_bs: 30\n  val_bs: 1\n")
+    (project / "pyproject.toml").write_text('[tool.dsconfig]\nbatchnorm = true\nworld-sizes = [4]\n\n'
+                                            '[tool.dsconfig.batch-keys]\n"data.train_bs" = "global"\n')
+    status, found = items("configs/stage1.yaml")
+    assert [(i["code"], i["pointer"]) for i in found] == [("DS208", "/data/train_bs"), ("DS207", "/data/val_bs")]
+    status, found = items("configs/stage1.yaml", "--batch-key", "/data/train_bs=per-device")
+    assert [(i["code"], i["pointer"]) for i in found] == [("DS207", "/data/val_bs")]
 
 
 def test_target_from_the_file(project):

@@ -175,8 +175,9 @@ NON_INTEGER_BATCH_SIZE = Rule(
     and `${...}` interpolations that resolve to an integer are left alone.""",
     why="""Training scripts hand these values straight to `torch.utils.data.DataLoader`, which raises `ValueError:
     batch_size should be a positive integer value, but got batch_size=7.0`, or to a bucket sampler that
-    multiplies a list by it: `TypeError: can't multiply sequence by non-int of type 'float'`.""",
-    fails_in=(STEP,),
+    multiplies a list by it: `TypeError: can't multiply sequence by non-int of type 'float'`. A batch of more than
+    10^15 samples is reported too: no data set is that large, so it is a typo that runs silently.""",
+    fails_in=(STEP, SILENT),
     failing=folder(("configs/train.yaml", """
         train:
           batch_size: 7.0

@@ -16,7 +16,7 @@ import re
 from typing import NamedTuple
 
 from ..findings import Finding
-from ..phases import STEP
+from ..phases import SILENT, STEP
 from ..pointers import dotted, pointer_join, pointer_tokens
 from ..rules.batch import BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH_INDIVISIBLE, MICRO_BATCH_ONE
 from ..rules.files import NON_INTEGER_BATCH_SIZE
@@ -55,10 +55,12 @@ def batch_entries(root, framework: str | None = None, batch_keys=()) -> list[Ent
     overrides = dict(batch_keys)
     entries = []
     stack = [(root, "", 0)]
+    seen: set[int] = set()  # YAML aliases share a node: walk it once (twenty nested aliases are a million paths)
     while stack:
         node, where, depth = stack.pop()
-        if depth > _MAX_DEPTH:
+        if depth > _MAX_DEPTH or id(node) in seen:
             continue
+        seen.add(id(node))
         children = []
         if isinstance(node, dict):
             for key, child in node.items():
@@ -152,8 +154,15 @@ def _skipped(value) -> bool:
     return isinstance(value, str) and (value.strip() in ("auto", "???") or value.strip().startswith("${"))
 
 
+# More samples per step than any data set holds (sixty times the tokens Llama 3 saw): a typo, not a batch.
+IMPLAUSIBLE = 10 ** 15
+
+
 def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
     value, name = entry.value, dotted(entry.pointer)
+    if _positive_int(value) and value >= IMPLAUSIBLE:
+        return Finding(NON_INTEGER_BATCH_SIZE, f"{name} is a {len(str(value))}-digit number: more samples per step "
+                                               "than any data set holds; a typo?", entry.pointer, fails_in=SILENT)
     if _positive_int(value) or _skipped(value):
         return None
     fix = None
