@@ -47,6 +47,8 @@ class Options(NamedTuple):
     batchnorm: bool = False
     # --batch-key / [tool.dsconfig] batch-keys: ((JSON pointer, "per-device" | "global"), ...) over the name rules
     batch_keys: tuple[tuple[str, str], ...] = ()
+    # Where world_sizes came from when no option gave them: "launched by accelerate_config.yaml" (training configs)
+    world_source: str | None = None
 
 
 class LintResult(NamedTuple):
@@ -346,9 +348,10 @@ def lint_files(files: list[str], options: Options) -> LintResult:
             paired.setdefault(os.path.realpath(side.json_path), []).append(side)
 
     launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
+    training_options = _launched_by(docs.values(), options)
     for real, doc in docs.items():
         if real not in paired:  # a paired JSON is linted below, in its pair's context
-            found = lint_document(doc, options)
+            found = lint_document(doc, training_options if doc.kind == "other" else options)
             findings.extend(found)
             documents[doc.path] = doc
             if real in launching:
@@ -366,11 +369,19 @@ def lint_files(files: list[str], options: Options) -> LintResult:
     return LintResult(_in_file_order(findings, files), documents)
 
 
-_OPTION_WORDS = {
-    "world_sizes": "the world size",
-    "dataset_size": "--dataset-size",
-    "batchnorm": "--batchnorm",
-}
+def _launched_by(docs, options: Options) -> Options:
+    """Without a world size given, a project's training configs are checked at the world size the
+    Accelerate YAMLs linted with them launch (`num_processes`): one launch, its batch sizes in another file."""
+    if options.world_sizes:
+        return options
+    launches = pairs.launches(docs)
+    if not launches:
+        return options
+    sizes = tuple(sorted({size for _, size in launches}))
+    names = ", ".join(dict.fromkeys(os.path.basename(path) for path, _ in launches))
+    return options._replace(world_sizes=sizes, world_source=f"launched by {names}")
+
+
 _NOTHING_USES = {
     "accelerate": "an Accelerate YAML without a DeepSpeed config file holds no batch size",
     "other": "the file holds no batch size",

@@ -162,6 +162,20 @@ def launched_world_sizes(sides: list[Side]) -> tuple[int, ...]:
     return tuple(sorted({size for side in sides if (size := launched_world_size(side.replay))}))
 
 
+def launches(docs) -> list[tuple[str, int]]:
+    """(path, world size) for every Accelerate YAML among `docs` that says how many processes it launches."""
+    from .accelerate.check import launched_world_size
+    from .accelerate.launch import Replay
+    found = []
+    for doc in docs:
+        if doc.kind != "accelerate" or doc.format != "yaml" or not doc.loaded or not isinstance(doc.value, dict):
+            continue
+        size = launched_world_size(Replay(doc.value, doc.yaml11_booleans))
+        if size:
+            found.append((doc.path, size))
+    return found
+
+
 def launched_target(doc) -> targets.Target:
     """Who reads the JSON under `accelerate launch`: the HF Trainer when the file leaves an "auto"
     that only the Trainer fills (optimizer betas/eps, ...), else the script's own prepare()."""

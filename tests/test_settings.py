@@ -185,7 +185,7 @@ def test_training_settings_from_the_file_cli_adds_to_them(project):
     status, found = items("configs/stage1.yaml")
     assert [(i["code"], i["pointer"]) for i in found] == [("DS208", "/data/train_bs"), ("DS207", "/data/val_bs")]
     status, found = items("configs/stage1.yaml", "--batch-key", "/data/train_bs=per-device")
-    assert [(i["code"], i["pointer"]) for i in found] == [("DS207", "/data/val_bs")]
+    assert [(i["code"], i["pointer"]) for i in found] == [("DS209", "/data/train_bs"), ("DS207", "/data/val_bs")]
 
 
 def test_target_from_the_file(project):

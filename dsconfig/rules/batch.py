@@ -268,8 +268,32 @@ GLOBAL_BATCH_INDIVISIBLE = Rule(
                             "changes, so only --unsafe-fixes writes it."),
 )
 
+GLOBAL_BATCH = Rule(
+    "DS209", "global-batch", INFO,
+    summary="The global batch a training config's per-device batch makes at the world size launched",
+    what="""In a project's training config, when the world size is known (`--world-size`, `--gpus`, or an Accelerate
+    YAML linted with it that launches that many processes), states the global batch per optimizer step: the
+    per-device batch × the accumulation steps written in the file × the world size.""",
+    why="""The learning rate and schedule are tuned for a global batch, and the file only says what one GPU gets: the
+    same `train_bs: 32` is a global batch of 64 on 2 GPUs and 256 on 8.""",
+    fails_in=(SILENT,),
+    failing=folder(("stage1.yaml", """
+        data:
+          train_bs: 32
+        optimization:
+          gradient_accumulation_steps: 1
+        """), lint=("stage1.yaml",), world_sizes=(2,)),
+    passing=folder(("stage1.yaml", """
+        data:
+          train_bs: 32
+        optimization:
+          gradient_accumulation_steps: 1
+        """), lint=("stage1.yaml",)),
+    fix="Nothing to fix: check that the global batch is the one the learning rate was tuned for.",
+)
+
 RULES = (
     BATCH_MISSING, BATCH_TYPE, BATCH_MISMATCH, BATCH_NO_WORLD_SIZE, BATCH_WORLD_SIZES, MICRO_BATCH_ONE,
-    BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH_INDIVISIBLE,
+    BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH_INDIVISIBLE, GLOBAL_BATCH,
     FRACTIONAL_WORLD_SIZE,
 )

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from ..findings import Finding
 from ..phases import SILENT, STEP
 from ..pointers import dotted, pointer_join, pointer_tokens
-from ..rules.batch import BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH_INDIVISIBLE, MICRO_BATCH_ONE
+from ..rules.batch import BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH, GLOBAL_BATCH_INDIVISIBLE, MICRO_BATCH_ONE
 from ..rules.files import NON_INTEGER_BATCH_SIZE
 from ..rules.integration import STEPS_PER_EPOCH
 from ..values import brief
@@ -132,6 +132,8 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
     for entry in good:
         if entry.kind == GLOBAL and world_sizes:
             findings.extend(_split(root, entry, world_sizes, options.batchnorm))
+        elif entry.kind == PER_DEVICE and world_sizes and _training(entry):
+            findings.append(_global_batch(root, entry, world_sizes, options.world_source))
         elif entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm:
             findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{dotted(entry.pointer)} is 1 per device and the model has "
                                                           "BatchNorm layers: the first training step fails with "
@@ -204,6 +206,27 @@ def _sibling(root, entry: Entry, keys) -> tuple[str, object] | None:
     return None
 
 
+def _accumulation(root, entry: Entry) -> tuple[str, object] | None:
+    """The accumulation steps for a batch key: written next to it, else the file's only accumulation key
+    (`optimization.gradient_accumulation_steps` beside `data.train_bs`)."""
+    near = _sibling(root, entry, ACCUMULATION_KEYS)
+    if near is not None:
+        return near
+    found = []
+    stack, seen = [(root, 0)], set()
+    while stack and len(found) < 2:
+        node, depth = stack.pop()
+        if not isinstance(node, dict) or depth > _MAX_DEPTH or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for key, value in node.items():
+            if key in ACCUMULATION_KEYS and not isinstance(value, (dict, list)):
+                found.append((key, value))
+            elif isinstance(value, dict):
+                stack.append((value, depth + 1))
+    return found[0] if len(found) == 1 else None
+
+
 def _per_device_sibling(root, entry: Entry) -> tuple[str, int] | None:
     """The training per-device batch written next to a global one."""
     for key, value in _parent(root, entry).items():
@@ -223,7 +246,7 @@ def _parent(root, entry: Entry) -> dict:
 def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
     """DS208 / DS207 / DS205 for a global batch at each world size."""
     name, total = dotted(entry.pointer), entry.value
-    accumulation = _sibling(root, entry, ACCUMULATION_KEYS)
+    accumulation = _accumulation(root, entry)
     accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else None
     per_device = _per_device_sibling(root, entry)
     least = 2 if batchnorm else 1
@@ -292,16 +315,33 @@ def _choices(total: int, accum: int, world: int, least: int, name: str, step: in
     return f"Set {name} to {said}"
 
 
+def _training(entry: Entry) -> bool:
+    """A training batch, not an evaluation one (`val_bs`, `eval.batch_size`)."""
+    return not any(_NOT_TRAINING.search(token.lower()) for token in pointer_tokens(entry.pointer))
+
+
+def _global_batch(root, entry: Entry, world_sizes, source: str | None) -> Finding:
+    """DS209: what the per-device batch makes per optimizer step at each world size."""
+    accumulation = _accumulation(root, entry)
+    accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else 1
+    how = f"{accumulation[0]} {accum}" if accumulation and _positive_int(accumulation[1]) else \
+        "no accumulation key in this file: 1"
+    each = "; ".join(f"{entry.value * accum * world} on {world} GPU{'s' if world > 1 else ''} "
+                     f"({entry.value} × {accum} × {world})" for world in world_sizes)
+    where = f" ({source})" if source else ""
+    return Finding(GLOBAL_BATCH, f"global batch per optimizer step{where}: {each}; {dotted(entry.pointer)} "
+                                 f"{entry.value} per GPU, {how}", entry.pointer)
+
+
 def _steps_tables(root, good: list[Entry], options) -> list[Finding]:
     """DS705: batches and optimizer steps per epoch at each world size, for each training batch key."""
     framework = options.framework or "torchrun"
     sizes = options.world_sizes or DEFAULT_WORLD_SIZES
     findings = []
     for entry in good:
-        if _NOT_TRAINING.search(entry.key.lower()) or any(_NOT_TRAINING.search(t.lower())
-                                                           for t in pointer_tokens(entry.pointer)[:-1]):
+        if not _training(entry):
             continue
-        accumulation = _sibling(root, entry, ACCUMULATION_KEYS)
+        accumulation = _accumulation(root, entry)
         accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else 1
         row = []
         for world in sizes:

@@ -16,8 +16,9 @@ from dsconfig.training.names import GLOBAL, PER_DEVICE, default_kind, is_batch_k
 from ..helpers import lint
 
 
-def codes(findings):
-    return [f.code for f in findings]
+def codes(findings, keep_global_batch=False):
+    """The codes, without the DS209 note on the global batch that every per-device key gets at a world size."""
+    return [f.code for f in findings if keep_global_batch or f.code != "DS209"]
 
 
 def write(tmp_path, name, text):
@@ -147,15 +148,15 @@ def test_global_against_per_device_and_accumulation(tmp_path):
 
 def test_batch_key_overrides_the_name(tmp_path):
     path = write(tmp_path, "stage1.yaml", "data:\n  train_bs: 30\n")
-    assert lint(path, world_sizes=(4,)) == []  # per device by its name
+    assert codes(lint(path, world_sizes=(4,))) == []  # per device by its name
     assert codes(lint(path, world_sizes=(4,), batch_keys=(("/data/train_bs", GLOBAL),))) == ["DS208"]
     glob = write(tmp_path, "g.yaml", "data:\n  global_batch_size: 30\n")
-    assert lint(glob, world_sizes=(4,), batch_keys=(("/data/global_batch_size", PER_DEVICE),)) == []
+    assert codes(lint(glob, world_sizes=(4,), batch_keys=(("/data/global_batch_size", PER_DEVICE),))) == []
 
 
 def test_jax_framework_makes_batch_size_global(tmp_path):
     path = write(tmp_path, "config.json", '{"batch_size": 1, "num_workers": 2}\n')
-    assert lint(path, world_sizes=(2,)) == []
+    assert codes(lint(path, world_sizes=(2,))) == []
     found = lint(path, world_sizes=(2,), framework="jax")
     assert codes(found) == ["DS208"] and "2 (1 per GPU)" in found[0].message
 
@@ -172,6 +173,22 @@ def test_one_sample_per_device_with_batchnorm(tmp_path):
     assert codes(per_device) == ["DS207"]
 
 
+def test_global_batch_at_the_world_size_launched(tmp_path):
+    """Scenario 2's question: stage1.yaml's per-GPU batch and the processes the Accelerate YAML launches."""
+    write(tmp_path, "configs/unet/stage1.yaml", "data:\n  train_bs: 32\n  val_bs: 8\noptimization:\n"
+                                                "  gradient_accumulation_steps: 1\n")
+    write(tmp_path, "configs/accelerate_config.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: "
+                                                      "DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n"
+                                                      "num_processes: 2\nnum_machines: 1\ngpu_ids: '5, 7'\n")
+    from ..helpers import lint_folder
+    found = [f for f in lint_folder(tmp_path / "configs") if f.code == "DS209"]
+    assert len(found) == 1 and found[0].pointer == "/data/train_bs"  # not the validation batch
+    assert "(launched by accelerate_config.yaml): 64 on 2 GPUs (32 × 1 × 2)" in found[0].message
+    found = lint(tmp_path / "configs/unet/stage1.yaml", world_sizes=(2, 8))
+    assert codes(found, keep_global_batch=True) == ["DS209"] and "256 on 8 GPUs (32 × 1 × 8)" in found[0].message
+    assert codes(lint(tmp_path / "configs/unet/stage1.yaml"), keep_global_batch=True) == []  # no world size known
+
+
 # -- DS705: steps per epoch per framework ---------------------------------------------------------------------
 
 
@@ -180,6 +197,7 @@ def test_steps_table_follows_the_framework(tmp_path, framework):
     path = write(tmp_path, "train.yaml", "train:\n  batch_size: 8\n  epochs: 100\nval:\n  batch_size: 16\n")
     sizes = (1, 2, 4) if framework == "jax" else (1, 2, 3)  # under JAX plain batch_size is the global batch
     found = lint(path, dataset_size=1000, framework=framework, world_sizes=sizes)
+    found = [f for f in found if f.code != "DS209"]
     assert codes(found) == ["DS705"] and found[0].pointer == "/train/batch_size"  # not the validation batch
     for world in sizes:
         per_device = 8 // world if framework == "jax" else 8
