@@ -53,6 +53,9 @@ class Epoch(NamedTuple):
     samples_per_device: int  # samples rank 0 draws (padding and repeats included)
     batches_per_device: int  # batches rank 0 runs
     optimizer_steps: float  # an int, except for DeepSpeed's running average (batches / GAS)
+    last_batch: int  # samples in rank 0's last batch (0 when there is none)
+    first_epoch_steps: int  # optimizer steps that complete within the first epoch
+    last_accumulation: int  # batches in the epoch's last, partial accumulation (0 if none)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -66,25 +69,36 @@ def epoch(framework: str, dataset_size: int, per_device: int, world_size: int, a
     if framework in ("accelerate", "hf-trainer"):
         total = n // b if drop_last else _ceil(n, b)
         batches = total // w + (1 if total % w and not drop_last else 0)
-        samples = min(n, batches * b) if w == 1 else batches * b
+        if w == 1:  # one process: prepare() leaves the batch sampler alone, the last batch may be short
+            samples = min(n, batches * b)
+            last = samples - (batches - 1) * b if batches else 0
+        else:  # BatchSamplerShard(even_batches=True): every batch is full
+            samples = batches * b
+            last = b if batches else 0
         steps = _ceil(batches, g)
-        if framework == "hf-trainer":
+        if framework == "hf-trainer":  # set_initial_training_values: max(..., 1)
             steps = max(steps, 1)
-        return Epoch(framework, w, b, g, drop_last, samples, batches, steps)
+        return Epoch(framework, w, b, g, drop_last, samples, batches, steps, last, steps if batches else 0,
+                     batches % g)
     if framework == "jax":
+        # An assumption, not replayed against JAX (not installed for the tests): one global batch of
+        # per_device x devices per step, the remainder dropped (tf.data `batch(drop_remainder=True)`).
         batches = n // (b * w)
-        return Epoch(framework, w, b, g, True, batches * b, batches, batches // g)
+        return Epoch(framework, w, b, g, True, batches * b, batches, batches // g, b if batches else 0,
+                     batches // g, batches % g)
     if framework not in ("torchrun", "lightning", "deepspeed"):
         raise ValueError(f"unknown framework {framework!r}")
     samples = _ceil(n, w)  # DistributedSampler(drop_last=False) pads every rank to ceil(N / world)
     batches = samples // b if drop_last else _ceil(samples, b)
+    last = 0 if not batches else (b if drop_last or samples % b == 0 else samples % b)
     if framework == "deepspeed":
         steps: float = batches / g
     elif framework == "lightning":
         steps = _ceil(batches, g)
     else:
         steps = batches // g
-    return Epoch(framework, w, b, g, drop_last, samples, batches, steps)
+    first = steps if framework == "lightning" else batches // g
+    return Epoch(framework, w, b, g, drop_last, samples, batches, steps, last, first, batches % g)
 
 
 def sharded_twice(dataset_size: int, per_device: int, world_size: int) -> int:
