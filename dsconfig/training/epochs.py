@@ -112,8 +112,8 @@ def sharded_twice(dataset_size: int, per_device: int, world_size: int) -> int:
     multiple of world x batch and yields each rank's batches as index lists, passed to the DataLoader
     as `batch_sampler=`, under Trainer(use_distributed_sampler=True) (the default) on more than one
     device. What Lightning 2.6 does (_DataConnector._prepare_dataloader): it looks at the DataLoader's
-    `.sampler`, which is the SequentialSampler / RandomSampler a DataLoader makes next to a batch
-    sampler, not the batch sampler; that is no DistributedSampler, so it builds
+    `.sampler`, which is the SequentialSampler a DataLoader makes next to a batch sampler, not the
+    batch sampler; that is no DistributedSampler, so it builds
     DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True), and, the batch sampler
     being no torch BatchSampler but having `batch_size` and `drop_last`, re-creates it as
     `type(batch_sampler)(that DistributedSampler, batch_size=..., drop_last=...)`. The project's

@@ -282,7 +282,8 @@ def test_lightning_reinstantiates_a_rank_aware_batch_sampler(n, b, w, buckets):
     for rank in range(w):
         loader = lightning_loader(lambda: DataLoader(data, batch_sampler=BucketSampler(data, b, buckets)), w, rank)
         sampler = loader.batch_sampler
-        assert type(sampler) is BucketSampler and isinstance(sampler.dataset, DistributedSampler)
+        assert type(sampler) is BucketSampler and type(sampler.dataset) is DistributedSampler  # not the Wrapper
+        assert sampler.dataset.dataset is data and sampler.dataset.shuffle
         assert len(sampler.dataset) == math.ceil(n / w)
         assert (sampler.num_replicas, sampler.rank) == (w, rank)
         indices = [int(i) for batch in loader for i in batch]
