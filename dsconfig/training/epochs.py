@@ -70,6 +70,9 @@ def epoch(framework: str, dataset_size: int, per_device: int, world_size: int, a
           drop_last: bool = False) -> Epoch:
     """Rank 0's epoch under `framework` (one of FRAMEWORKS)."""
     n, b, w, g = dataset_size, per_device, world_size, accumulation
+    if n < 0 or min(b, w, g) < 1:
+        raise ValueError(f"dataset size {n}, batch {b}, world size {w}, accumulation {g}: the data set cannot be "
+                         "negative and the others must be at least 1")
     if framework in ("accelerate", "hf-trainer"):
         total = n // b if drop_last else _ceil(n, b)
         batches = total // w + (1 if total % w and not drop_last else 0)

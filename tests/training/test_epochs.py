@@ -345,3 +345,7 @@ def test_unknown_framework():
     assert set(FRAMEWORKS) == {"lightning", "torchrun", "accelerate", "hf-trainer", "deepspeed", "jax"}
     with pytest.raises(ValueError, match="unknown framework 'keras'"):
         epoch("keras", 10, 2, 1)
+    for bad in ((-1, 2, 1, 1), (10, 0, 1, 1), (10, 2, 0, 1), (10, 2, 1, 0)):
+        with pytest.raises(ValueError, match="must be at least 1"):
+            epoch("torchrun", *bad)
+    assert epoch("deepspeed", 0, 2, 3).batches_per_device == 0
