@@ -43,6 +43,7 @@ from ..pointers import pointer_from
 from ..rules.batch import BATCH_MISMATCH
 from ..rules.integration import AUTO_FILLED, STEPS_PER_EPOCH, TRAINER_MISMATCH
 from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
+from ..training.epochs import epoch
 from ..values import closest, to_json
 from . import batch, schema
 from .target import auto_pointers
@@ -272,39 +273,18 @@ class EpochPlan(NamedTuple):
 
 def epoch_plan(target: Target, dataset_size: int, micro_batch: int, gradient_accumulation: int, world_size: int,
                drop_last: bool) -> EpochPlan:
-    """How many batches and optimizer steps rank 0 runs per epoch.
+    """How many batches and optimizer steps rank 0 runs per epoch (dsconfig.training.epochs).
 
-    hf-trainer / accelerate: a DataLoader(batch_size=micro, drop_last) over the whole data set,
-    sharded by Accelerate's BatchSamplerShard (batch i goes to rank i % world; without
-    drop_last the last round is completed by repeating samples from the start: even_batches).
-    The Trainer (and `accelerator.accumulate`) steps at every GAS-th batch and at the end of the
-    epoch, so steps = ceil(batches / GAS) (the Trainer: at least 1).
-    deepspeed / lightning: a DistributedSampler (padded to ceil(N / world) samples per rank)
-    under a DataLoader with drop_last; DeepSpeed's engine counts micro-steps across epochs and
-    steps at every GAS-th one, so an epoch holds batches / GAS steps on average.
+    hf-trainer / accelerate: Accelerate deals the batches out to the ranks (BatchSamplerShard) and
+    the loop steps every GAS batches and at the end of the epoch. deepspeed / lightning (its
+    DeepSpeedStrategy): a DistributedSampler per rank, and DeepSpeed's engine counts micro-steps
+    across epochs, so an epoch holds batches / GAS steps on average.
     """
-    n, m, g, w = dataset_size, micro_batch, gradient_accumulation, world_size
-    if target.fills_auto:  # Accelerate shards the batches
-        total_batches = n // m if drop_last else -(-n // m)
-        batches = total_batches // w
-        if total_batches % w and not drop_last:
-            batches += 1
-        if w == 1:  # one process: prepare() leaves the batch sampler alone, the last batch may be short
-            samples = min(n, batches * m)
-            last = 0 if not batches else samples - (batches - 1) * m
-        else:  # BatchSamplerShard(even_batches=True): every batch is full
-            samples = batches * m
-            last = m if batches else 0
-        full_steps = -(-batches // g)
-        steps = max(full_steps, 1) if target is HF_TRAINER else full_steps
-        first = steps if batches else 0
-        rest = batches % g
-        return EpochPlan(w, m, g, drop_last, samples, batches, last, steps, first, rest, "accelerate")
-    samples = -(-n // w)
-    batches = samples // m if drop_last else -(-samples // m)
-    last = 0 if not batches else (m if drop_last or samples % m == 0 else samples % m)
-    return EpochPlan(w, m, g, drop_last, samples, batches, last, batches / g, batches // g, batches % g,
-                     "distributed")
+    framework = target.name if target.fills_auto else "deepspeed"
+    e = epoch(framework, dataset_size, micro_batch, world_size, gradient_accumulation, drop_last)
+    return EpochPlan(e.world_size, e.per_device, e.accumulation, e.drop_last, e.samples_per_device,
+                     e.batches_per_device, e.last_batch, e.optimizer_steps, e.first_epoch_steps, e.last_accumulation,
+                     "accelerate" if target.fills_auto else "distributed")
 
 
 def trainer_total_steps(args: dict, dataset_size: int | None, world_size: int | None) -> tuple[int | None, str]:
