@@ -21,6 +21,8 @@ from .rules.files import REFERENCE_NOT_FOLLOWED, FILE_TOO_LARGE, NOT_A_CONFIG, P
 from .targets import Target
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+SCRIPT_SUFFIX = ".py"  # training scripts, read statically (dsconfig.training.scripts)
+LINTED_SUFFIXES = CONFIG_SUFFIXES + (SCRIPT_SUFFIX,)
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "site-packages"}
 
@@ -51,6 +53,7 @@ class Options(NamedTuple):
 class LintResult(NamedTuple):
     findings: list[Finding]  # placed, in the order of the files given, each file's sorted
     documents: dict[str, Document]  # every document linted, by its path as given (spans for --fix, frames)
+    scripts: object = None  # dsconfig.training.scripts.ScriptsResult when .py files were linted, else None
 
 
 class UsageError(Exception):
@@ -98,7 +101,7 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             reported = len(problems)
             walked = _walk(path, exclude, gitignore, problems, allowed)
             if not walked and len(problems) == reported:
-                raise UsageError(f"{path}: no .json, .yaml or .yml file to lint in this folder or below it")
+                raise UsageError(f"{path}: no .json, .yaml, .yml or .py file to lint in this folder or below it")
             files.extend(walked)
             found.extend(walked)
             roots.append(path)
@@ -174,7 +177,7 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
         parts = os.path.normpath(match).split(os.sep)[:-1]
         if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in parts):
             continue
-        if not match.endswith(CONFIG_SUFFIXES) or (exclude and exclude.excluded(match)):
+        if not match.endswith(LINTED_SUFFIXES) or (exclude and exclude.excluded(match)):
             continue
         if gitignore and _gitignored(match):
             continue
@@ -220,7 +223,7 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
             if is_dir:
                 if entry.name in _SKIP_DIRS or entry.name.startswith("."):
                     continue
-            elif not entry.name.endswith(CONFIG_SUFFIXES):
+            elif not entry.name.endswith(LINTED_SUFFIXES):
                 continue
             if exclude and exclude.excluded(path, is_dir):
                 continue
@@ -310,13 +313,23 @@ def _gitignored(path: str) -> bool:
     return False
 
 
-def lint_files(files: list[str], options: Options) -> LintResult:
-    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch."""
+def lint_files(files: list[str], options: Options, config_values: dict | None = None) -> LintResult:
+    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch, and
+    training scripts together, so imports between them resolve. `config_values`: dotted batch keys of the
+    project's training configs ("train.batch_size" -> 8), for the scripts' steps-per-epoch table."""
     findings: list[Finding] = []
     documents: dict[str, Document] = {}
     docs: dict[str, Document] = {}
     spelled: dict[str, str] = {}  # real path -> the path as the user gave it
+    scripts = [path for path in files if path.endswith(SCRIPT_SUFFIX) and options.kind is None]
+    script_result = None
+    if scripts:
+        found, script_docs, script_result = _lint_scripts(scripts, options, config_values or {})
+        findings.extend(found)
+        documents.update(script_docs)
     for path in files:
+        if path.endswith(SCRIPT_SUFFIX) and options.kind is None:
+            continue
         real = os.path.realpath(path)
         if real in spelled:
             continue
@@ -357,7 +370,31 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         findings.extend(found)
         if doc is not None:
             documents[doc.path] = doc
-    return LintResult(_in_file_order(findings, files), documents)
+    return LintResult(_in_file_order(findings, files), documents, script_result)
+
+
+def _lint_scripts(paths: list[str], options: Options, config_values: dict):
+    """(findings, documents, ScriptsResult) for the training scripts of the run, read together."""
+    from .training import pysource, scripts as checks
+    from .training.reading import read_scripts
+
+    from .files import FileError
+    try:
+        read = read_scripts(paths, options.sources, options.max_bytes, lambda path: named(path, options),
+                            options.boundary or Boundary.of(paths))
+    except FileError as error:  # a script named on the command line that cannot be opened
+        raise UsageError(str(error)) from None
+    try:
+        result = checks.check(read.project, read.entries, options.world_sizes, options.dataset_size,
+                              options.batchnorm, config_values)
+    except RecursionError as error:  # every walk is bounded; a crash here is dsconfig's bug, said as such
+        raise InternalError(paths[0], error) from error
+    findings = read.problems + [_entry_problem(path, _without_path(path, UsageError(why)))
+                                for path, why in read.unreadable] + result.findings
+    reported = {f.file for f in findings}
+    documents = {source.path: pysource.ScriptDocument(source.path, source.text) for source in read.all_sources()
+                 if source.path in reported}
+    return findings, documents, result
 
 
 def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Finding], Document | None]:

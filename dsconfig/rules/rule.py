@@ -84,7 +84,8 @@ class Example(NamedTuple):
 
     files: tuple[tuple[str, str], ...]  # (relative path, text), shown in this order
     lint: tuple[str, ...]  # the paths given to `dsconfig lint`
-    # lint options: target (a name), world_sizes, gpus, nodes, training_args (a dict), dataset_size, max_bytes
+    # lint options: target (a name), world_sizes, gpus, nodes, training_args (a dict), dataset_size, batchnorm,
+    # max_bytes
     options: dict
     note: str = ""
     links: tuple[tuple[str, str], ...] = ()  # (relative path, where that symbolic link points)
@@ -105,6 +106,8 @@ class Example(NamedTuple):
             words += ["--training-args", TRAINING_ARGS_FILE]
         if options.get("dataset_size"):
             words += ["--dataset-size", str(options["dataset_size"])]
+        if options.get("batchnorm"):
+            words.append("--batchnorm")
         if options.get("max_bytes"):
             words += ["--max-file-size", str(options["max_bytes"])]
         return " ".join(words)

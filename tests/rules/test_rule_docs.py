@@ -82,6 +82,8 @@ def test_docs_are_complete(code):
             pass  # a folder walked: the rules about walking (DS008, DS009)
         elif code.startswith("ACC"):
             assert linted.endswith(".yaml"), f"{code}: Accelerate rules are shown on a YAML file"
+        elif code.startswith("DS8"):
+            assert linted.endswith(".py"), f"{code}: training-script rules are shown on a script"
         else:
             assert linted.endswith(".json"), f"{code}: DeepSpeed rules are shown on a JSON file"
         assert all(text.endswith("\n") and not text.startswith(" ") for _, text in example.files)

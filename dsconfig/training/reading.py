@@ -1,0 +1,102 @@
+"""Read the training scripts of a lint run: bytes, text, AST, and the Project that resolves imports.
+
+A script named on the command line is always parsed, and one that cannot be read is reported (DS000
+with line and column, DS007 past --max-file-size); a script a folder walk found is parsed only when
+its text mentions something the checks look for (the rest are parsed later, only if a parsed script
+imports them) and is skipped silently when it cannot be read. A module a script imports that was
+not linted is read only inside the run's boundary (the folders linted, a named script's folder),
+never a special file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, NamedTuple
+
+from ..boundary import Boundary, special
+from ..findings import Finding
+from ..phases import LOAD
+from ..rules.files import FILE_TOO_LARGE, PARSE_ERROR
+from .pysource import Project, Source, Unreadable, decode_source, parse
+
+# What makes a walked script worth parsing: the names the checks start from. A file without any of
+# them can still be parsed when a script imports it (its sampler, its loader).
+WORTH_PARSING = re.compile(r"Trainer|DataLoader|BatchNorm|jax|pmap|batch_?size|\b\w*_bs\b|\bbs\b", re.IGNORECASE)
+
+
+class Scripts(NamedTuple):
+    project: Project
+    entries: list[Source]  # the scripts the checks start from
+    problems: list[Finding]  # named scripts that cannot be read
+    unreadable: list[tuple[str, str]]  # (path, why) for walked scripts that cannot be opened (DS008)
+
+    def all_sources(self) -> list[Source]:
+        return list(self.project.sources.values()) + self.project.loaded()
+
+
+def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, is_named: Callable[[str], bool],
+                 boundary: Boundary) -> Scripts:
+    from .. import files
+
+    limit = max_bytes or files.MAX_BYTES
+    entries: dict[str, Source] = {}
+    pending: dict[str, tuple[str, str]] = {}  # real path -> (path, text) read but not parsed yet
+    problems: list[Finding] = []
+    unreadable: list[tuple[str, str]] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in entries or real in pending:
+            continue
+        named = is_named(path)
+        data = sources.get(real) if sources else None
+        try:
+            if data is None:
+                data = files.read_bytes(path, limit)
+            elif isinstance(data, str):
+                data = data.encode("utf-8")
+            text = decode_source(data)
+            if named or WORTH_PARSING.search(text):
+                entries[real] = Source(path, text, parse(text, path))
+            else:
+                pending[real] = (path, text)
+        except files.TooLarge as error:
+            if named:
+                problems.append(_placed(Finding(FILE_TOO_LARGE, f"{_size(error)}: larger than dsconfig reads (at most "
+                                                                f"{files.format_size(error.limit)}: --max-file-size); "
+                                                                "not linted"), path))
+        except files.FileError as error:
+            if named:
+                raise
+            unreadable.append((path, str(error)))
+        except Unreadable as error:
+            if named:
+                problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
+                                        error.column))
+    roots = tuple(dict.fromkeys(root if os.path.isdir(root) else os.path.dirname(root) for root in boundary.roots))
+    allowed = Boundary(roots)
+
+    def load(real: str) -> Source | None:
+        """A module a script imports: a walked script not parsed yet, or a file inside the boundary."""
+        try:
+            if real in pending:
+                path, text = pending.pop(real)
+                return Source(path, text, parse(text, path))
+            if not allowed.admits(real) or special(real) is not None:
+                return None
+            text = decode_source(files.read_bytes(real, limit))
+            return Source(os.path.relpath(real) if not os.path.isabs(paths[0]) else real, text, parse(text, real))
+        except (files.FileError, Unreadable):
+            return None
+
+    return Scripts(Project(entries, load, roots), list(entries.values()), problems, unreadable)
+
+
+def _placed(finding: Finding, path: str, line: int = 1, column: int = 1) -> Finding:
+    finding.file, finding.line, finding.column = path, line, column
+    return finding
+
+
+def _size(error) -> str:
+    from ..files import format_size
+    return format_size(error.size) if error.size is not None else f"more than {format_size(error.limit)}"
