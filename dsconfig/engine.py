@@ -375,10 +375,10 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
 
 def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     """(findings, documents, ScriptsResult) for the training scripts of the run, read together."""
-    from .training import pysource, scripts as checks
-    from .training.reading import read_scripts
-
     from .files import FileError
+    from .training import pysource
+    from .training import scripts as checks
+    from .training.reading import read_scripts
     try:
         read = read_scripts(paths, options.sources, options.max_bytes, lambda path: named(path, options),
                             options.boundary or Boundary.of(paths))

@@ -19,7 +19,8 @@ import ast
 import io
 import os
 import tokenize
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from ..document import Document
 

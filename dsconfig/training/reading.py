@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from ..boundary import Boundary, special
 from ..findings import Finding

@@ -12,15 +12,31 @@ BatchNorm layers and which engine options each script's checks used.
 from __future__ import annotations
 
 import ast
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ..findings import Finding
-from ..rules.scripts import BATCH_INDIVISIBLE_DEVICES, FLOAT_BATCH_SIZE, LIGHTNING_SHARDED_TWICE
+from ..phases import INITIALIZE, STEP
+from ..rules.scripts import (
+    BATCH_INDIVISIBLE_DEVICES,
+    FLOAT_BATCH_SIZE,
+    LIGHTNING_SHARDED_TWICE,
+)
 from .epochs import epoch, sharded_twice
 from .names import is_batch_key
-from .pysource import (FLOAT, INT, Defined, External, Project, Source, argument, dotted_path, has_kwargs, reaching,
-                       value_of)
-from ..phases import INITIALIZE, STEP
+from .pysource import (
+    FLOAT,
+    INT,
+    Defined,
+    External,
+    Project,
+    Source,
+    argument,
+    dotted_path,
+    has_kwargs,
+    reaching,
+    value_of,
+)
 
 DEFAULT_WORLD_SIZES = (1, 2, 4, 8)
 _MAX_IMPORTED = 2000  # files followed from one Trainer's script (a guard, far above any real project)
