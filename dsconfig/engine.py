@@ -381,12 +381,12 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     from .training.reading import read_scripts
     try:
         read = read_scripts(paths, options.sources, options.max_bytes, lambda path: named(path, options),
-                            options.boundary or Boundary.of(paths))
+                            options.boundary or Boundary.of(paths), bool(options.world_sizes))
     except FileError as error:  # a script named on the command line that cannot be opened
         raise UsageError(str(error)) from None
     try:
-        result = checks.check(read.project, read.entries, options.world_sizes, options.dataset_size,
-                              options.batchnorm, config_values)
+        result = checks.check(read.project, read.entries, read.batchnorm, options.world_sizes, options.dataset_size,
+                              options.batchnorm, config_values, sharded=read.sharded)
     except RecursionError as error:  # every walk is bounded; a crash here is dsconfig's bug, said as such
         raise InternalError(paths[0], error) from error
     findings = read.problems + [_entry_problem(path, _without_path(path, UsageError(why)))

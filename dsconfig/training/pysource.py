@@ -95,21 +95,30 @@ class Source:
         self.imports: dict[str, tuple[int, str]] = {}  # local name -> (relative level, dotted target)
         self.defs: dict[str, ast.AST] = {}  # top-level class and function definitions
         self.parents: dict[int, ast.AST] = {}  # id(node) -> its parent
-        self.functions: list[ast.AST] = []  # every function definition, nested ones included
         self.calls: list[ast.Call] = []
         self.stores: list[ast.AST] = []  # assignments and augmented assignments, anywhere
         self.dicts: list[ast.Dict] = []
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
+        stack: list[ast.AST] = [tree]  # one pass over the tree, without recursion (ast.walk plus the parents)
+        parents = self.parents
+        AST = ast.AST
+        while stack:
+            node = stack.pop()
+            for field in node._fields:  # ast.iter_child_nodes, inlined: this loop is most of the reading time
+                child = getattr(node, field, None)
+                if isinstance(child, list):
+                    for item in child:
+                        if isinstance(item, AST):
+                            parents[id(item)] = node
+                            stack.append(item)
+                elif isinstance(child, AST):
+                    parents[id(child)] = node
+                    stack.append(child)
             if isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 self.stores.append(node)
             elif isinstance(node, ast.Dict):
                 self.dicts.append(node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.append(node)
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -125,6 +134,9 @@ class Source:
         for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.defs[node.name] = node
+        # in source order (the stack visited them backwards): the first finding of a kind is the first written
+        for nodes in (self.calls, self.stores, self.dicts):
+            nodes.sort(key=lambda n: (n.lineno, n.col_offset))
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(id(node))
@@ -159,6 +171,7 @@ class Project:
         self._load = load  # reads and parses a file the run did not name: None when refused or unreadable
         self._roots = roots  # real folders imports are looked for up to (the linted roots)
         self._files: dict[str, Source | None] = {}
+        self._modules: dict[tuple, Source | None] = {}  # (folder, level, dotted) -> the file it means there
 
     def loaded(self) -> list[Source]:
         """The files read on demand (imported by a linted script), in the order they were read."""
@@ -173,6 +186,12 @@ class Project:
 
     def module(self, importer: Source, level: int, dotted: str) -> Source | None:
         """The project file a module name means from `importer`, or None (an outside package)."""
+        key = (importer.folder, level, dotted)
+        if key not in self._modules:
+            self._modules[key] = self._find_module(importer, level, dotted)
+        return self._modules[key]
+
+    def _find_module(self, importer: Source, level: int, dotted: str) -> Source | None:
         parts = dotted.split(".")
         if level:
             base = importer.folder
@@ -181,6 +200,8 @@ class Project:
             bases = [base]
         else:
             bases = self._search_folders(importer.folder)
+        if not level:  # the src layout: a package under src/ next to the scripts that import it
+            bases = [folder for base in bases for folder in (base, os.path.join(base, "src"))]
         for base in bases:
             stem = os.path.join(base, *parts)
             for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):

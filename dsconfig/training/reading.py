@@ -21,14 +21,34 @@ from ..phases import LOAD
 from ..rules.files import FILE_TOO_LARGE, PARSE_ERROR
 from .pysource import Project, Source, Unreadable, decode_source, parse
 
-# What makes a walked script worth parsing: the names the checks start from. A file without any of
-# them can still be parsed when a script imports it (its sampler, its loader).
-WORTH_PARSING = re.compile(r"Trainer|DataLoader|BatchNorm|jax|pmap|batch_?size|\b\w*_bs\b|\bbs\b", re.IGNORECASE)
+# What makes a walked script worth parsing: what the checks start from. A file without any of it is
+# parsed later only if a parsed script imports it (its sampler, its loader) or, for the BatchNorm
+# evidence, when it is the first to mention BatchNorm.
+_BATCH_WRITES = re.compile(
+    r"(?:batch_?size|bs)\w*['\"]\s*(?:\]\s*=[^=]|:)"  # cfg["batch_size"] = ..., {"train_bs": ...}
+    r"|\.\w*batch_?size\w*\s*=[^=]")  # hps.train.batch_size = ...
+# DS802 starts from literal batch sizes, only worth reading in a project that shards batches over devices
+SHARDING_WORDS = ("make_array_from_process_local_data", "device_put", "shard(", "pmap", "host_local_array_to_global")
+_LITERAL_BATCH = re.compile(r"batch_?size\w*\s*=\s*\d")
 
+
+def worth_parsing(text: str, sharded_project: bool) -> bool:
+    if ("Trainer" in text and "lightning" in text) or "DataLoader" in text or "Sampler" in text:
+        return True
+    if ("batch" in text or "bs" in text) and _BATCH_WRITES.search(text):
+        return True
+    return sharded_project and (shards(text) or bool(_LITERAL_BATCH.search(text)))
+
+
+def shards(text: str) -> bool:
+    """The text mentions a call that splits a batch over devices (a substring test: it runs on every script)."""
+    return any(word in text for word in SHARDING_WORDS)
 
 class Scripts(NamedTuple):
     project: Project
     entries: list[Source]  # the scripts the checks start from
+    batchnorm: list[str]  # real paths of the scripts that mention BatchNorm, in the order given
+    sharded: bool  # a world size was given and some script splits batches over devices (DS802 applies)
     problems: list[Finding]  # named scripts that cannot be read
     unreadable: list[tuple[str, str]]  # (path, why) for walked scripts that cannot be opened (DS008)
 
@@ -37,7 +57,9 @@ class Scripts(NamedTuple):
 
 
 def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, is_named: Callable[[str], bool],
-                 boundary: Boundary) -> Scripts:
+                 boundary: Boundary, world_sizes: bool) -> Scripts:
+    """`world_sizes`: whether a world size was given (DS802 needs one; without it literal batch sizes
+    are not worth reading)."""
     from .. import files
 
     limit = max_bytes or files.MAX_BYTES
@@ -45,6 +67,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
     pending: dict[str, tuple[str, str]] = {}  # real path -> (path, text) read but not parsed yet
     problems: list[Finding] = []
     unreadable: list[tuple[str, str]] = []
+    texts: list[tuple[str, str, str, bool]] = []  # (path, real, text, named)
     for path in paths:
         real = os.path.realpath(path)
         if real in entries or real in pending:
@@ -56,11 +79,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
                 data = files.read_bytes(path, limit)
             elif isinstance(data, str):
                 data = data.encode("utf-8")
-            text = decode_source(data)
-            if named or WORTH_PARSING.search(text):
-                entries[real] = Source(path, text, parse(text, path))
-            else:
-                pending[real] = (path, text)
+            texts.append((path, real, decode_source(data), named))
         except files.TooLarge as error:
             if named:
                 problems.append(_placed(Finding(FILE_TOO_LARGE, f"{_size(error)}: larger than dsconfig reads (at most "
@@ -74,6 +93,20 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
             if named:
                 problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
                                         error.column))
+    sharded = world_sizes and any(shards(text) for _, _, text, _ in texts)
+    batchnorm = []
+    for path, real, text, named in texts:
+        if "BatchNorm" in text:
+            batchnorm.append(real)
+        if named or worth_parsing(text, sharded):
+            try:
+                entries[real] = Source(path, text, parse(text, path))
+            except Unreadable as error:
+                if named:
+                    problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
+                                            error.column))
+        else:
+            pending[real] = (path, text)
     roots = tuple(dict.fromkeys(root if os.path.isdir(root) else os.path.dirname(root) for root in boundary.roots))
     allowed = Boundary(roots)
 
@@ -90,7 +123,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
         except (files.FileError, Unreadable):
             return None
 
-    return Scripts(Project(entries, load, roots), list(entries.values()), problems, unreadable)
+    return Scripts(Project(entries, load, roots), list(entries.values()), batchnorm, sharded, problems, unreadable)
 
 
 def _placed(finding: Finding, path: str, line: int = 1, column: int = 1) -> Finding:

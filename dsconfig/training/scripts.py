@@ -37,6 +37,7 @@ from .pysource import (
     reaching,
     value_of,
 )
+from .reading import shards
 
 DEFAULT_WORLD_SIZES = (1, 2, 4, 8)
 _MAX_IMPORTED = 2000  # files followed from one Trainer's script (a guard, far above any real project)
@@ -57,6 +58,7 @@ _SHARDING_CALLS = frozenset({"jax.make_array_from_process_local_data", "jax.devi
                              "flax.jax_utils.shard", "flax.training.common_utils.shard", "jax.pmap",
                              "jax.experimental.multihost_utils.host_local_array_to_global_array"})
 _SHARDINGS = ("NamedSharding", "PositionalSharding", "PartitionSpec")
+
 _BATCHNORMS = frozenset({"BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
                          "LazyBatchNorm2d", "LazyBatchNorm3d"})
 _BATCHNORM_PACKAGES = ("torch", "flax", "haiku", "equinox")
@@ -70,17 +72,24 @@ class ScriptsResult(NamedTuple):
     used: dict[str, frozenset[str]]  # script path -> the options its checks used: world_sizes, dataset_size, batchnorm
 
 
-def check(project: Project, entries: Iterable[Source], world_sizes: tuple[int, ...] | None,
-          dataset_size: int | None, batchnorm: bool, config_values: dict[str, object]) -> ScriptsResult:
-    """Run the DS8xx checks over `entries` (the scripts worth reading), resolving through `project`."""
+def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Iterable[str],
+          world_sizes: tuple[int, ...] | None, dataset_size: int | None, batchnorm: bool,
+          config_values: dict[str, object], sharded: bool = True) -> ScriptsResult:
+    """Run the DS8xx checks over `entries` (the scripts worth reading), resolving through `project`;
+    `mentions_batchnorm`: real paths of the scripts whose text mentions BatchNorm (read in turn until one
+    builds a layer); `sharded`: whether any script splits batches over devices (else DS802 has nothing to do)."""
     entries = list(entries)
     findings: list[Finding] = []
     used: dict[str, set[str]] = {}
-    norm = next((found for source in entries for found in _batchnorms(project, source)), None)
+    memo: dict = {}  # per file and per definition: what a walk of it found (the same file serves many scripts)
+    norm = next((found for real in mentions_batchnorm if (source := project.source_at(real)) is not None
+                 for found in _batchnorms(project, source)), None)
     for source in entries:
-        findings.extend(_sharded_twice(project, source, world_sizes, dataset_size, config_values, used))
+        findings.extend(_sharded_twice(project, source, world_sizes, dataset_size, config_values, used, memo))
         findings.extend(_float_batch_sizes(project, source))
-        findings.extend(_indivisible(project, source, world_sizes, batchnorm or norm is not None, norm, used))
+        if sharded:
+            findings.extend(_indivisible(project, source, world_sizes, batchnorm or norm is not None, norm, used,
+                                         memo))
     return ScriptsResult(findings, norm, {path: frozenset(names) for path, names in used.items()})
 
 
@@ -115,15 +124,23 @@ class Sharding(NamedTuple):
     distributed_sampler: bool | None  # a DistributedSampler (Lightning keeps it as `sampler=`); None: unknown
 
 
-def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, config_values, used) -> list[Finding]:
+def _last_name(func: ast.AST) -> str:
+    """`Trainer` for pl.Trainer, Trainer and lightning.pytorch.Trainer: a cheap test before resolving."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, config_values, used,
+                   memo: dict) -> list[Finding]:
     findings = []
     for trainer in source.calls:
+        if _last_name(trainer.func) != "Trainer":
+            continue
         name = project.qualified(source, trainer.func)
         if not name or name.split(".")[0] not in _LIGHTNING or not name.endswith(".Trainer"):
             continue
         if not _shards_its_loaders(trainer):
             continue
-        loaders = list(_rank_sharded_loaders(project, source))
+        loaders = [found for module in _imported(project, source) for found in _rank_sharded_loaders(project, module, memo)]
         if not loaders:
             continue
         loader_source, loader, keyword, sampler_source, sampler, sharding = loaders[0]
@@ -183,27 +200,31 @@ def _imported(project: Project, source: Source) -> list[Source]:
     return list(seen.values())
 
 
-def _rank_sharded_loaders(project: Project, source: Source):
+def _rank_sharded_loaders(project: Project, module: Source, memo: dict) -> list:
     """(loader source, DataLoader call, keyword, sampler source, sampler call, Sharding) for every DataLoader
-    of the script and its imports whose sampler Lightning would shard again."""
-    for module in _imported(project, source):
-        for call in module.calls:
-            if project.qualified(module, call.func) not in DATALOADERS:
+    of a file whose sampler Lightning would shard again."""
+    key = ("loaders", module.real)
+    if key in memo:
+        return memo[key]
+    found = memo[key] = []
+    for call in module.calls:
+        if _last_name(call.func) != "DataLoader" or project.qualified(module, call.func) not in DATALOADERS:
+            continue
+        for keyword in ("batch_sampler", "sampler"):
+            given = argument(call, keyword)
+            if given is None:
                 continue
-            for keyword in ("batch_sampler", "sampler"):
-                given = argument(call, keyword)
-                if given is None:
-                    continue
-                built = _construction(project, module, given)
-                if built is None:
-                    continue
-                sharding = _sharding(project, built[0], built[1])
-                if sharding is None:
-                    continue
-                # Lightning leaves a DistributedSampler given as `sampler=` alone (isinstance check)
-                if keyword == "sampler" and sharding.distributed_sampler is not False:
-                    continue
-                yield module, call, keyword, built[0], built[1], sharding
+            built = _construction(project, module, given)
+            if built is None:
+                continue
+            sharding = _sharding(project, built[0], built[1])
+            if sharding is None:
+                continue
+            # Lightning leaves a DistributedSampler given as `sampler=` alone (isinstance check)
+            if keyword == "sampler" and sharding.distributed_sampler is not False:
+                continue
+            found.append((module, call, keyword, built[0], built[1], sharding))
+    return found
 
 
 def _construction(project: Project, source: Source, node: ast.AST, depth: int = 0):
@@ -294,7 +315,8 @@ def _batch_size(project: Project, sampler_source: Source, sampler: ast.Call, loa
                 loader: ast.Call, keyword: str, config_values: dict) -> tuple[int | None, str]:
     """The per-device batch size (and where it comes from): the batch sampler's `batch_size`, else the
     DataLoader's; a literal, or a training config's value for `hps.train.batch_size`-like reads."""
-    candidates = [(sampler_source, argument(sampler, "batch_size"))]
+    candidates = [(sampler_source, argument(sampler, "batch_size",
+                                            _position(project, sampler_source, sampler, "batch_size")))]
     if keyword == "sampler":
         candidates.insert(0, (loader_source, argument(loader, "batch_size", 1)))
     for source, node in candidates:
@@ -319,6 +341,21 @@ def _batch_size(project: Project, sampler_source: Source, sampler: ast.Call, loa
                 break
             source, node = found
     return None, "the batch size"
+
+
+def _position(project: Project, source: Source, call: ast.Call, name: str) -> int | None:
+    """Where a parameter sits among the positional arguments of a call to a project class or function."""
+    target = project.resolve(source, call.func)
+    if not isinstance(target, Defined):
+        return None
+    function, skip = target.node, 0
+    if isinstance(function, ast.ClassDef):
+        function = next((n for n in function.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        skip = 1
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    names = [a.arg for a in function.args.posonlyargs + function.args.args][skip:]
+    return names.index(name) if name in names else None
 
 
 def _table(keyword: str, batch: int | None, batch_how: str, world_sizes, dataset_size, source: Source,
@@ -376,6 +413,8 @@ def _batch_sinks(project: Project, source: Source):
     """(expression, what it is, phase) for every place a batch size goes: DataLoader, BatchSampler and
     project sampler arguments; stores into config batch keys."""
     for call in source.calls:
+        if not _last_name(call.func).endswith(("Loader", "Sampler")):
+            continue
         target = project.resolve(source, call.func)
         if isinstance(target, External) and target.name in DATALOADERS | BATCH_SAMPLERS:
             given = argument(call, "batch_size", 1)
@@ -411,7 +450,6 @@ class Loader(NamedTuple):
     node: ast.AST  # FunctionDef or ClassDef
     parameter: str  # its batch-size parameter
     position: int | None  # the parameter's position in a call (self excluded)
-    default: ast.AST | None
     shard: ast.AST  # the call that shards
 
 
@@ -447,24 +485,21 @@ def _loader(project: Project, target: Defined) -> Loader | None:
     if shard is None:
         return None
     args = function.args
-    positional = args.posonlyargs + args.args
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    for index, param in enumerate(positional[skip:]):
+    for index, param in enumerate((args.posonlyargs + args.args)[skip:]):
         if is_batch_key(param.arg):
-            return Loader(target.source, node, param.arg, index, defaults.get(param.arg), shard)
+            return Loader(target.source, node, param.arg, index, shard)
     for param in args.kwonlyargs:
         if is_batch_key(param.arg):
-            return Loader(target.source, node, param.arg, None, defaults.get(param.arg), shard)
+            return Loader(target.source, node, param.arg, None, shard)
     return None
 
 
 def _indivisible(project: Project, source: Source, world_sizes, batchnorm: bool, norm: Evidence | None,
-                 used: dict) -> list[Finding]:
+                 used: dict, memo: dict) -> list[Finding]:
     if not world_sizes:
         return []
     findings = []
-    for call, batch, loader_what, evidence in _literal_sharded_batches(project, source):
+    for call, batch, loader_what, evidence in _literal_sharded_batches(project, source, memo):
         used.setdefault(source.path, set()).update(("world_sizes", "batchnorm"))
         for w in world_sizes:
             problem = _split_problem(batch, w, batchnorm)
@@ -502,30 +537,38 @@ def _nearest(batch: int, devices: int, least_per_device: int) -> str:
     return " or ".join(f"{size} ({size // devices} per device)" for size in options)
 
 
-def _literal_sharded_batches(project: Project, source: Source):
+def _may_pass_literal_batch(call: ast.Call) -> bool:
+    """A batch-size keyword, an int literal or a batch-named variable among the arguments: worth resolving."""
+    if any(kw.arg and is_batch_key(kw.arg) for kw in call.keywords):
+        return True
+    return any((isinstance(arg, ast.Constant) and type(arg.value) is int)
+               or (isinstance(arg, ast.Name) and is_batch_key(arg.id)) for arg in call.args)
+
+
+def _literal_sharded_batches(project: Project, source: Source, memo: dict):
     """(call, literal batch, what shards it, evidence) for calls of sharding loaders with a literal batch
     size, and DataLoaders with a literal batch size in a function that shards what they yield."""
-    loaders: dict[int, Loader | None] = {}
     for call in source.calls:
+        if not _may_pass_literal_batch(call):
+            continue
         target = project.resolve(source, call.func)
         if isinstance(target, Defined):
-            key = id(target.node)
-            if key not in loaders:
-                loaders[key] = _loader(project, target)
-            loader = loaders[key]
+            key = ("loader", id(target.node))
+            if key not in memo:
+                memo[key] = _loader(project, target) if shards(target.source.text) else None
+            loader = memo[key]
             if loader is None:
                 continue
             given = argument(call, loader.parameter, loader.position)
-            where = given if given is not None else loader.default
-            if where is None or (given is None and has_kwargs(call)):
+            if given is None:
                 continue
-            value = value_of(project, source if given is not None else loader.source, where)
+            value = value_of(project, source, given)
             if value.kind == INT and isinstance(value.number, int) and value.number > 0:
                 shard_name = _short(loader.shard.func)
                 yield (call, value.number, f"{loader.node.name} ({_where(loader.source, loader.shard)}: {shard_name})",
                        _evidence(loader.source, loader.shard, f"{loader.node.name} splits each batch over all "
                                                               f"devices with {shard_name}"))
-        elif isinstance(target, External) and target.name in DATALOADERS:
+        elif isinstance(target, External) and target.name in DATALOADERS and shards(source.text):
             given = argument(call, "batch_size", 1)
             if given is None:
                 continue
