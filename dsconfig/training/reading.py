@@ -48,7 +48,7 @@ class Scripts(NamedTuple):
     project: Project
     entries: list[Source]  # the scripts the checks start from
     batchnorm: list[str]  # real paths of the scripts that mention BatchNorm, in the order given
-    sharded: bool  # a world size was given and some script splits batches over devices (DS802 applies)
+    sharded: bool  # a world size was given and a script may split batches over devices (DS802 applies)
     problems: list[Finding]  # named scripts that cannot be read
     unreadable: list[tuple[str, str]]  # (path, why) for walked scripts that cannot be opened (DS008)
 
@@ -93,7 +93,8 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
             if named:
                 problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
                                         error.column))
-    sharded = world_sizes and any(shards(text) for _, _, text, _ in texts)
+    # a named script may import its loader from a file that was not linted: always worth the look
+    sharded = world_sizes and any(named or shards(text) for _, _, text, named in texts)
     batchnorm = []
     for path, real, text, named in texts:
         if "BatchNorm" in text:
