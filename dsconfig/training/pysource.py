@@ -339,10 +339,8 @@ def _binary(project: Project, source: Source, node: ast.BinOp, depth: int) -> Va
     left = value_of(project, source, node.left, depth + 1)
     right = value_of(project, source, node.right, depth + 1)
     if isinstance(node.op, ast.Div):
-        # `/` of numbers is a float; of a path or a tensor it is not: a string or a float operand says numbers
+        # `/` of numbers is a float (the values asked about are batch sizes: no tensors); `root / "x"` is a path
         if any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in (node.left, node.right)):
-            return UNKNOWN
-        if left.kind is None and right.kind is None and not _numeric_looking(node):
             return UNKNOWN
         return Value(FLOAT, None, source, node)
     if not isinstance(node.op, (ast.FloorDiv, ast.Mult, ast.Add, ast.Sub, ast.Mod, ast.Pow)):
@@ -361,16 +359,6 @@ def _binary(project: Project, source: Source, node: ast.BinOp, depth: int) -> Va
             return Value(INT, number if abs(number) < 10 ** 18 else None)
         return Value(INT)
     return UNKNOWN
-
-
-def _numeric_looking(node: ast.BinOp) -> bool:
-    """`a / b` with neither side known: numbers when a side is a number literal or a call of len/int."""
-    for side in (node.left, node.right):
-        if isinstance(side, ast.Constant) and isinstance(side.value, (int, float)) and not isinstance(side.value, bool):
-            return True
-        if isinstance(side, ast.BinOp) and isinstance(side.op, ast.Div):
-            return _numeric_looking(side)
-    return False
 
 
 def _call(project: Project, source: Source, node: ast.Call, depth: int) -> Value:

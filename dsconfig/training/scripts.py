@@ -326,6 +326,12 @@ def _batch_size(project: Project, sampler_source: Source, sampler: ast.Call, loa
             value = value_of(project, source, node)
             if value.kind == INT and isinstance(value.number, int) and value.number > 0:
                 return value.number, f"batch {value.number} ({_where(source, node)})"
+            if isinstance(node, ast.Name):
+                found = reaching(project, source, node)
+                if found is None:
+                    break
+                source, node = found
+                continue
             path = dotted_path(node)
             if path is not None:
                 for start in range(len(path)):
@@ -334,12 +340,7 @@ def _batch_size(project: Project, sampler_source: Source, sampler: ast.Call, loa
                     if isinstance(configured, int) and not isinstance(configured, bool) and configured > 0:
                         return configured, f"batch {configured} ({key} in the training config)"
                 return None, f"the batch size {_short(node)}"
-            if not isinstance(node, ast.Name):
-                break
-            found = reaching(project, source, node)
-            if found is None:
-                break
-            source, node = found
+            break
     return None, "the batch size"
 
 

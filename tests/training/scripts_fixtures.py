@@ -82,7 +82,7 @@ def train_script(trainer_arguments: str = "", imports: str = "import lightning.p
                 accelerator="gpu",
                 devices=-1,
                 max_epochs=hps.train.epochs,
-                strategy="ddp",{trainer_arguments}
+                strategy="ddp"{trainer_arguments},
             )
             trainer.fit(model, TTSDataModule(hps, model.dataset))
 
@@ -180,7 +180,7 @@ def semantic_project(trainer_arguments: str = "") -> dict[str, str]:
                     max_epochs=config["train"]["epochs"],
                     accelerator="gpu",
                     devices=-1,
-                    precision=config["train"]["precision"],{trainer_arguments}
+                    precision=config["train"]["precision"]{trainer_arguments},
                 )
                 trainer.fit(model, SemanticDataModule(config, dataset))
             """,
