@@ -140,7 +140,7 @@ def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, 
             continue
         if not _shards_its_loaders(trainer):
             continue
-        loaders = [found for module in _imported(project, source) for found in _rank_sharded_loaders(project, module, memo)]
+        loaders = [found for module in _imported(project, source, memo) for found in _rank_sharded_loaders(project, module, memo)]
         if not loaders:
             continue
         loader_source, loader, keyword, sampler_source, sampler, sharding = loaders[0]
@@ -184,20 +184,30 @@ def _shards_its_loaders(trainer: ast.Call) -> bool:
     return not single or many_nodes
 
 
-def _imported(project: Project, source: Source) -> list[Source]:
+def _imported(project: Project, source: Source, memo: dict) -> list[Source]:
     """The script and the project files it imports, transitively."""
     seen = {source.real: source}
     queue = [source]
     while queue and len(seen) < _MAX_IMPORTED:
-        current = queue.pop()
-        for level, dotted in current.imports.values():
+        for found in _direct_imports(project, queue.pop(), memo):
+            if found.real not in seen:
+                seen[found.real] = found
+                queue.append(found)
+    return list(seen.values())
+
+
+def _direct_imports(project: Project, source: Source, memo: dict) -> list[Source]:
+    key = ("imports", source.real)
+    if key not in memo:
+        found = {}
+        for level, dotted in source.imports.values():
             parts = dotted.split(".")
             for cut in range(len(parts), max(len(parts) - 2, 0), -1):
-                found = project.module(current, level, ".".join(parts[:cut]))
-                if found is not None and found.real not in seen:
-                    seen[found.real] = found
-                    queue.append(found)
-    return list(seen.values())
+                module = project.module(source, level, ".".join(parts[:cut]))
+                if module is not None:
+                    found[module.real] = module
+        memo[key] = list(found.values())
+    return memo[key]
 
 
 def _rank_sharded_loaders(project: Project, module: Source, memo: dict) -> list:
@@ -437,9 +447,25 @@ def _batch_sinks(project: Project, source: Source):
                 if path is not None and len(path) >= 2 and path[0] not in ("self", "cls"):
                     yield store.value, f"the config key {_short(target)}", STEP
     for literal in source.dicts:
+        if not _config_literal(source, literal):
+            continue
         for key, value in zip(literal.keys, literal.values):
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and is_batch_key(key.value):
                 yield value, f"the config key {key.value!r}", STEP
+
+
+# where a dict literal is a config: assigned, or handed to a writer; not a metric logged (wandb.log({...}))
+_CONFIG_WRITERS = frozenset({"dump", "dumps", "safe_dump", "save", "write", "update", "create", "Namespace",
+                             "dict", "DictConfig", "EasyDict", "AttrDict", "HParams"})
+
+
+def _config_literal(source: Source, literal: ast.Dict) -> bool:
+    node, parent = literal, source.parent(literal)
+    while isinstance(parent, (ast.Dict, ast.List, ast.Tuple)):  # nested: {"train": {"batch_size": ...}}
+        node, parent = parent, source.parent(parent)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.Return)):
+        return True
+    return isinstance(parent, ast.Call) and node is not parent.func and _last_name(parent.func) in _CONFIG_WRITERS
 
 
 # -- DS802 -----------------------------------------------------------------------------------------

@@ -188,6 +188,8 @@ def test_float_batch_size_from_another_file_reaches_a_dataloader(tmp_path):
     ("lr = 1e-4 * n / 256\n    DataLoader(ds, batch_size=n)", False),
     ("path = root / 'batch'\n    cfg = {'batch_size': 8, 'path': path}", False),
     ("cfg['batch_size'] = math.ceil(n / 8)", False),
+    ("json.dump({'train': {'batch_size': n / 2}}, handle)", True),
+    ("wandb.log({'avg_batch_size': n / world})", False),  # a metric, not a config
 ])
 def test_float_batch_sizes_and_correct_ones(tmp_path, body, reported):
     text = f"import math\n\nfrom torch.utils.data import DataLoader\n\n\ndef f(ds, n, hps, cfg, self, world, root):\n" \
