@@ -207,9 +207,8 @@ def test_norm_stats_batch_of_one_on_two_devices(tmp_path):
         ("./scripts/compute_norm_stats.py", 10, 2, "step")
     assert "batch size 1 is split over 2 devices by TorchDataLoader" in finding.message
     assert "use 2 (1 per device) or 4 (2 per device)" in finding.message
-    assert finding.related == (("./openpi_lite/training/data_loader.py", 18, 42,
-                                "TorchDataLoader splits each batch over all devices with "
-                                "jax.make_array_from_process_local_data"),)
+    splits = "TorchDataLoader splits each batch over all devices with jax.make_array_from_process_local_data"
+    assert finding.related == (("./openpi_lite/training/data_loader.py", 18, 42, splits),)
     assert result.scripts.used["./scripts/compute_norm_stats.py"] == {"world_sizes", "batchnorm"}
     assert result.scripts.batchnorm is None
 
