@@ -22,6 +22,8 @@ from .rules.files import (FILE_TOO_LARGE, NOT_A_CONFIG, OPTION_UNUSED, PARSE_ERR
 from .targets import Target
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
+SCRIPT_SUFFIX = ".py"  # training scripts, read statically (dsconfig.training.scripts)
+LINTED_SUFFIXES = CONFIG_SUFFIXES + (SCRIPT_SUFFIX,)
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "site-packages"}
 
@@ -54,6 +56,7 @@ class Options(NamedTuple):
 class LintResult(NamedTuple):
     findings: list[Finding]  # placed, in the order of the files given, each file's sorted
     documents: dict[str, Document]  # every document linted, by its path as given (spans for --fix, frames)
+    scripts: object = None  # dsconfig.training.scripts.ScriptsResult when .py files were linted, else None
 
 
 class UsageError(Exception):
@@ -101,7 +104,7 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             reported = len(problems)
             walked = _walk(path, exclude, gitignore, problems, allowed)
             if not walked and len(problems) == reported:
-                raise UsageError(f"{path}: no .json, .yaml or .yml file to lint in this folder or below it")
+                raise UsageError(f"{path}: no .json, .yaml, .yml or .py file to lint in this folder or below it")
             files.extend(walked)
             found.extend(walked)
             roots.append(path)
@@ -177,7 +180,7 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
         parts = os.path.normpath(match).split(os.sep)[:-1]
         if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in parts):
             continue
-        if not match.endswith(CONFIG_SUFFIXES) or (exclude and exclude.excluded(match)):
+        if not match.endswith(LINTED_SUFFIXES) or (exclude and exclude.excluded(match)):
             continue
         if gitignore and _gitignored(match):
             continue
@@ -223,7 +226,7 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
             if is_dir:
                 if entry.name in _SKIP_DIRS or entry.name.startswith("."):
                     continue
-            elif not entry.name.endswith(CONFIG_SUFFIXES):
+            elif not entry.name.endswith(LINTED_SUFFIXES):
                 continue
             if exclude and exclude.excluded(path, is_dir):
                 continue
@@ -313,13 +316,18 @@ def _gitignored(path: str) -> bool:
     return False
 
 
-def lint_files(files: list[str], options: Options) -> LintResult:
-    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch."""
+def lint_files(files: list[str], options: Options, config_values: dict | None = None) -> LintResult:
+    """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch, and
+    training scripts together, so imports between them resolve. `config_values`: dotted batch keys of the
+    project's training configs ("train.batch_size" -> 8), for the scripts' steps-per-epoch table."""
     findings: list[Finding] = []
     documents: dict[str, Document] = {}
     docs: dict[str, Document] = {}
     spelled: dict[str, str] = {}  # real path -> the path as the user gave it
+    scripts = [path for path in files if path.endswith(SCRIPT_SUFFIX) and options.kind is None]
     for path in files:
+        if path.endswith(SCRIPT_SUFFIX) and options.kind is None:
+            continue
         real = os.path.realpath(path)
         if real in spelled:
             continue
@@ -333,6 +341,19 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         findings.extend(unreadable)
         if doc is not None:
             docs[real] = doc
+
+    # Scripts read the training configs' batch sizes (hps.train.batch_size); the configs are checked
+    # knowing whether a script builds BatchNorm layers.
+    script_result = None
+    asked = options  # what the user gave: DS010 is about these, not what the scripts revealed
+    if scripts:
+        values = config_values if config_values is not None else _config_values(docs.values(), options)
+        found, script_docs, script_result = _lint_scripts(scripts, options, values)
+        findings.extend(found)
+        documents.update(script_docs)
+        findings.extend(_unused_by_scripts(script_result, options))
+        if script_result.batchnorm is not None and not options.batchnorm:
+            options = options._replace(batchnorm=True)
 
     sides = pairs.find_sides(docs.values())
     paired: dict[str, list[pairs.Side]] = {}
@@ -356,7 +377,7 @@ def lint_files(files: list[str], options: Options) -> LintResult:
             documents[doc.path] = doc
             if real in launching:
                 doc.checked_with = frozenset(("world_sizes", "dataset_size", "batchnorm"))  # through its JSON
-            findings.extend(place(doc, unused_options(doc, options, found)))
+            findings.extend(place(doc, unused_options(doc, asked, found)))
     for side in sides:
         if side.json_path is None:
             findings.extend(place(side.doc, [pairs.missing_file(side)]))
@@ -366,7 +387,74 @@ def lint_files(files: list[str], options: Options) -> LintResult:
         findings.extend(found)
         if doc is not None:
             documents[doc.path] = doc
-    return LintResult(_in_file_order(findings, files), documents)
+    if script_result is not None and script_result.batchnorm is not None and not asked.batchnorm:
+        _cite_batchnorm(findings, script_result.batchnorm)
+    return LintResult(_in_file_order(findings, files), documents, script_result)
+
+
+def _config_values(docs, options: Options) -> dict[str, object]:
+    """The training configs' batch keys by dotted path ("train.batch_size" -> 8), for the scripts; a key
+    two configs give different values is left out (which one the script reads is unknown)."""
+    from .training.configs import config_values
+    merged: dict[str, object] = {}
+    clashes: set[str] = set()
+    for doc in docs:
+        if doc.kind != "other":
+            continue
+        loaded, value = doc.reading(doc.format) if doc.format != "json" else (True, doc.as_written)
+        if not loaded or not isinstance(value, dict):
+            continue
+        for key, item in config_values(value, options.framework, options.batch_keys).items():
+            if key in merged and merged[key] != item:
+                clashes.add(key)
+            merged.setdefault(key, item)
+    return {key: item for key, item in merged.items() if key not in clashes}
+
+
+def _unused_by_scripts(result, options: Options) -> list[Finding]:
+    """DS010 for a script named on the command line whose checks used none of the run options given."""
+    out = []
+    for path, used in result.used.items():
+        if path in options.found:
+            continue
+        doc = Document(path, "")
+        doc.kind, doc.checked_with = "script", used
+        for finding in unused_options(doc, options, []):
+            finding.file, finding.line, finding.column = path, 1, 1
+            out.append(finding)
+    return out
+
+
+def _cite_batchnorm(findings: list[Finding], evidence) -> None:
+    """A DS207 that holds because a script builds BatchNorm layers cites that line."""
+    file, line, column, _ = evidence
+    for finding in findings:
+        if finding.code == "DS207" and not finding.related:
+            finding.related = ((file, line, column, "BatchNorm layer built here: one sample per device fails in it"),)
+
+
+def _lint_scripts(paths: list[str], options: Options, config_values: dict):
+    """(findings, documents, ScriptsResult) for the training scripts of the run, read together."""
+    from .files import FileError
+    from .training import pysource
+    from .training import scripts as checks
+    from .training.reading import read_scripts
+    try:
+        read = read_scripts(paths, options.sources, options.max_bytes, lambda path: named(path, options),
+                            options.boundary or Boundary.of(paths), bool(options.world_sizes))
+    except FileError as error:  # a script named on the command line that cannot be opened
+        raise UsageError(str(error)) from None
+    try:
+        result = checks.check(read.project, read.entries, read.batchnorm, options.world_sizes, options.dataset_size,
+                              options.batchnorm, config_values, sharded=read.sharded)
+    except RecursionError as error:  # every walk is bounded; a crash here is dsconfig's bug, said as such
+        raise InternalError(paths[0], error) from error
+    findings = read.problems + [_entry_problem(path, _without_path(path, UsageError(why)))
+                                for path, why in read.unreadable] + result.findings
+    reported = {f.file for f in findings}
+    documents = {source.path: pysource.ScriptDocument(source.path, source.text) for source in read.all_sources()
+                 if source.path in reported}
+    return findings, documents, result
 
 
 def _launched_by(docs, options: Options) -> Options:
@@ -385,6 +473,7 @@ def _launched_by(docs, options: Options) -> Options:
 _NOTHING_USES = {
     "accelerate": "an Accelerate YAML without a DeepSpeed config file holds no batch size",
     "other": "the file holds no batch size",
+    "script": "no check of this script depends on it: no sharded loader, Lightning Trainer or batch size it bears on",
 }
 
 

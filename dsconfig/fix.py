@@ -377,7 +377,8 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
         sources[real] = text
 
     def lint(current_sources):
-        return engine.lint_files(paths, options._replace(sources=current_sources))
+        result = engine.lint_files(paths, options._replace(sources=current_sources))
+        return result.findings, result.documents
 
     findings, documents = lint(sources)
     # Written: files under the paths linted and, as read, a ds_config.json in the folder of a YAML naming it.

@@ -121,7 +121,8 @@ def check_lint(name: str, data: bytes, target: str | None = None, world_sizes=No
     path = os.path.join(FOLDER, name)
     options = engine.Options(target=target_values.BY_NAME[target] if target else None, world_sizes=world_sizes,
                              sources={os.path.realpath(path): data})
-    findings, documents = engine.lint_files([path], options)
+    result = engine.lint_files([path], options)
+    findings, documents = result.findings, result.documents
     texts = {doc_path: doc.text for doc_path, doc in documents.items()}
     for finding in findings:
         assert RULES[finding.code] is finding.rule, finding

@@ -391,6 +391,48 @@ def _stdin_large_limit(folder: str) -> Spec:
     return Spec(_lint("-", "--stdin-filename", "ds_config.json", "--max-file-size", "30G"), stdin="input.json")
 
 
+
+# -- training scripts (.py), read statically ----------------------------------------------------------
+
+_LOADER_HEAD = b"from torch.utils.data import DataLoader\n"
+
+
+def _script_tree(folder: str, count: int) -> Spec:
+    # many small scripts that import each other in a ring, each with a Trainer and a DataLoader: the
+    # imports are followed once, the ring never loops
+    for i in range(count):
+        _write(folder, f"mod{i}.py", (f"import lightning as L\nfrom torch.utils.data import DataLoader\n"
+                                      f"import mod{(i + 1) % count}\n\n\ndef make(ds):\n"
+                                      f"    L.Trainer(devices=2)\n    return DataLoader(ds, batch_size={i % 7 + 1})\n")
+               .encode())
+    return Spec(_lint(".", "--world-size", "2"))
+
+
+def _script_import_link_out(folder: str) -> Spec:
+    # the script imports a module that is a link to a file outside the folder linted: never read
+    outside = os.path.join(os.path.dirname(folder), "outside_" + os.path.basename(folder))
+    os.makedirs(outside, exist_ok=True)
+    _write(outside, "secret.py", b"import torch.utils.data\n\n\nclass S(torch.utils.data.distributed."
+                                 b"DistributedSampler):\n    pass\n")
+    project = os.path.join(folder, "project")
+    os.mkdir(project)
+    os.symlink(os.path.join(outside, "secret.py"), os.path.join(project, "secret.py"))
+    _write(project, "train.py", b"import lightning as L\nfrom torch.utils.data import DataLoader\n"
+                                b"from secret import S\n\n\ndef main(ds, m):\n"
+                                b"    L.Trainer(devices=2).fit(m, DataLoader(ds, batch_sampler=S(ds)))\n")
+    return Spec(_lint("project/train.py"))
+
+
+def _big_script(folder: str) -> Spec:
+    _write(folder, "train.py", b"x = 1\n" * 2_000_000)  # 12 MB
+    return Spec(_lint("train.py"))
+
+
+def _big_script_walked(folder: str) -> Spec:
+    _write(folder, "train.py", b"x = 1\n" * 2_000_000)
+    return Spec(_lint("."))
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -557,6 +599,25 @@ CASES = [
     Case("generate-model-10000-layers", _model_config(_llama(num_hidden_layers=10_000, hidden_size=8192,
                                                              intermediate_size=28672), "generate"), 2,
          "does not fit 1 node × 2 GPUs of 74.5 GiB: even ZeRO-3"),
+    # training scripts: never imported or run; a named one that Python cannot read is DS000 at its position
+    Case("script-syntax-error", _file("train.py", b"def main(:\n    pass\n"), 1,
+         "DS000 Python cannot parse it: invalid syntax", "train.py:1:10:"),
+    Case("script-syntax-error-walked", _walked("train.py", b"def main(:\n    pass\n"), 0, "no problems in 1 file"),
+    Case("script-not-utf8", _file("train.py", b"x = 1\ny = '\xff\xfe'\n"), 1,
+         "DS000 not utf-8 text (byte 0xff): Python cannot read it", "train.py:2:6:"),
+    Case("script-nul-byte", _file("train.py", b"x = 1\x00\n"), 1, "DS000 Python cannot parse it", "train.py:"),
+    Case("script-nesting-100000", _file("train.py", b"x = " + b"(" * 100_000 + b")" * 100_000 + b"\n"), 1,
+         "DS000 Python cannot parse it: too many nested parentheses", "train.py:1:"),
+    Case("script-division-chain-20000", _file("train.py", _LOADER_HEAD + b"bs = " + b"8 / " * 20_000
+                                              + b"1\nDataLoader(d, batch_size=bs)\n"), 1,
+         "DS000 nested too deeply for Python to parse", "train.py:1:1:"),
+    Case("script-division-chain-900", _file("train.py", _LOADER_HEAD + b"bs = " + b"8 / " * 900
+                                            + b"1\nDataLoader(d, batch_size=bs)\n"), 1,
+         "DS801 DataLoader(batch_size=...) gets a float", "train.py:3:26:"),
+    Case("script-12mb-named", _big_script, 1, "DS007 11 MiB: larger than dsconfig reads", "train.py:1:1:"),
+    Case("script-12mb-walked", _big_script_walked, 0, "no problems in 1 file"),
+    Case("script-ring-of-400-imports", lambda folder: _script_tree(folder, 400), 0, "no problems in 400 files"),
+    Case("script-import-link-outside", _script_import_link_out, 0, "no problems in 1 file"),
 ]
 
 

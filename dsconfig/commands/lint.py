@@ -316,7 +316,8 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
                             stdin=inputs.stdin_text, writing=writing)
             found, documents = fixes.findings, fixes.documents
         else:
-            found, documents = engine.lint_files(files, options)
+            result = engine.lint_files(files, options)
+            found, documents = result.findings, result.documents
         found = collection.problems + found
     except engine.UsageError as error:
         _fail(str(error))

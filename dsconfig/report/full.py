@@ -9,7 +9,8 @@
       = note: at world size 4; fails in: parse (DeepSpeedConfig)
 
 `help:` is the fix (or the did-you-mean of the message); the notes say at which world size the
-finding holds and where DeepSpeed (or Accelerate) itself would fail.
+finding holds, where DeepSpeed (or Accelerate) itself would fail, and where its evidence lies
+(`= note: data.py:17:16: DataLoader(...) ...`, one line per Finding.related entry).
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ def notes(finding, context, width: int) -> list[str]:
         parts.append(f"fails in: {PHASES[finding.fails_in]}")
     if parts:
         out.append(pad + _style("note", context, bold=True) + ": " + "; ".join(parts))
+    for file, line, column, note in finding.related:  # the evidence elsewhere (a script's DataLoader, its sampler)
+        out.append(pad + _style("note", context, bold=True) + f": {escape.path(file)}:{line}:{column}: "
+                   + escape.inline(note))
     return out
 
 

@@ -1,6 +1,7 @@
 """A JSON list with one object per finding: exactly the keys of Finding.as_dict, documented in the README
-(code, name, severity, message, file, line, column, pointer, world_size, fails_in, fix). Stable: new
-information goes to SARIF, never into new keys here."""
+(code, name, severity, message, file, line, column, pointer, world_size, fails_in, fix), plus `related`
+(a list of {file, line, column, message} evidence lines) only on findings that have evidence elsewhere,
+so the output of every other finding stays as it was. Stable: other new information goes to SARIF."""
 
 from __future__ import annotations
 
@@ -9,5 +10,13 @@ import json
 from ..escape import json_text
 
 
+def _item(finding) -> dict:
+    item = finding.as_dict()
+    if finding.related:
+        item["related"] = [{"file": file, "line": line, "column": column, "message": note}
+                           for file, line, column, note in finding.related]
+    return item
+
+
 def render(findings, context) -> str:
-    return json_text(json.dumps([f.as_dict() for f in findings], indent=2, ensure_ascii=False)) + "\n"
+    return json_text(json.dumps([_item(f) for f in findings], indent=2, ensure_ascii=False)) + "\n"

@@ -2,7 +2,8 @@
 
 One run: `tool.driver.rules` lists the rules the results use (id, name, short and full description,
 helpUri, default level); each result has ruleId/ruleIndex, level, message, a location with a
-region (relative URIs against %SRCROOT%, the working directory), and, when dsconfig can apply
+region (relative URIs against %SRCROOT%, the working directory), `relatedLocations` for the evidence
+lines of a finding about a training script, and, when dsconfig can apply
 the finding's fix, `fixes` with the replacement (`properties.applicability`: safe or unsafe).
 tests/test_formats.py validates the output against the official SARIF 2.1.0 JSON schema.
 """
@@ -98,6 +99,12 @@ def document(findings, context) -> dict:
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {"artifactLocation": artifact(f.file), "region": region(f, context)}}],
         }
+        if f.related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": note},
+                 "physicalLocation": {"artifactLocation": artifact(file),
+                                      "region": {"startLine": line, "startColumn": column}}}
+                for i, (file, line, column, note) in enumerate(f.related)]
         fixes = _fix(f, context)
         if fixes:
             result["fixes"] = fixes

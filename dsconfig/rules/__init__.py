@@ -15,6 +15,7 @@ exists when its module is in MODULES and its object is in that module's RULES:
   integration        DS7xx target integration ("auto", the HF Trainer, Lightning)
   accelerate_keys    ACCxxx what an Accelerate YAML loads, and what it ignores
   accelerate_launch  ACCxxx what `accelerate launch` starts, and the DeepSpeed settings it passes on
+  scripts            DS8xx training scripts read statically (Lightning samplers, float and indivisible batches)
 
 One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome depends on the target
 (hjson vs json.load, who fills "auto"), that shows in a finding's `fails_in`, not in its severity.
@@ -22,10 +23,12 @@ One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome de
 
 from __future__ import annotations
 
-from . import accelerate_keys, accelerate_launch, batch, files, integration, keys, optimizer, precision, sections, zero
+from . import (accelerate_keys, accelerate_launch, batch, files, integration, keys, optimizer, precision, scripts,
+               sections, zero)
 from .rule import AREAS, DOCS_URL, Rule
 
-MODULES = (files, keys, batch, zero, precision, optimizer, sections, integration, accelerate_keys, accelerate_launch)
+MODULES = (files, keys, batch, zero, precision, optimizer, sections, integration, scripts, accelerate_keys,
+           accelerate_launch)
 
 
 def _listing_order(rule: Rule) -> tuple:

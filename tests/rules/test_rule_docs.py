@@ -82,9 +82,11 @@ def test_docs_are_complete(code):
             pass  # a folder walked: the rules about walking (DS008, DS009)
         elif code.startswith("ACC"):
             assert linted.endswith(".yaml"), f"{code}: Accelerate rules are shown on a YAML file"
-        elif code in TRAINING_PROJECT_RULES or code.startswith("DS8"):
-            # about a project's own training configs and scripts, which may be any of these
-            assert linted.endswith((".json", ".yaml", ".yml", ".toml", ".py")), code
+        elif code.startswith("DS8"):
+            assert linted.endswith(".py"), f"{code}: training-script rules are shown on a script"
+        elif code in TRAINING_PROJECT_RULES:
+            # about a project's own training configs, which may be any of these
+            assert linted.endswith((".json", ".yaml", ".yml", ".toml")), code
         else:
             assert linted.endswith(".json"), f"{code}: DeepSpeed rules are shown on a JSON file"
         assert all(text.endswith("\n") and not text.startswith(" ") for _, text in example.files)

@@ -1,0 +1,137 @@
+"""Read the training scripts of a lint run: bytes, text, AST, and the Project that resolves imports.
+
+A script named on the command line is always parsed, and one that cannot be read is reported (DS000
+with line and column, DS007 past --max-file-size); a script a folder walk found is parsed only when
+its text mentions something the checks look for (the rest are parsed later, only if a parsed script
+imports them) and is skipped silently when it cannot be read. A module a script imports that was
+not linted is read only inside the run's boundary (the folders linted, a named script's folder),
+never a special file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..boundary import Boundary, special
+from ..findings import Finding
+from ..phases import LOAD
+from ..rules.files import FILE_TOO_LARGE, PARSE_ERROR
+from .pysource import Project, Source, Unreadable, decode_source, parse
+
+# What makes a walked script worth parsing: what the checks start from. A file without any of it is
+# parsed later only if a parsed script imports it (its sampler, its loader) or, for the BatchNorm
+# evidence, when it is the first to mention BatchNorm.
+_BATCH_WRITES = re.compile(
+    r"(?:batch_?size|bs)\w*['\"]\s*(?:\]\s*=[^=]|:)"  # cfg["batch_size"] = ..., {"train_bs": ...}
+    r"|\.\w*batch_?size\w*\s*=[^=]")  # hps.train.batch_size = ...
+# DS802 starts from literal batch sizes, only worth reading in a project that shards batches over devices
+SHARDING_WORDS = ("make_array_from_process_local_data", "device_put", "shard(", "pmap", "host_local_array_to_global")
+_LITERAL_BATCH = re.compile(r"batch_?size\w*\s*=\s*\d")
+
+
+def worth_parsing(text: str, sharded_project: bool) -> bool:
+    if ("Trainer" in text and "lightning" in text) or "DataLoader" in text or "Sampler" in text:
+        return True
+    if ("batch" in text or "bs" in text) and _BATCH_WRITES.search(text):
+        return True
+    return sharded_project and (shards(text) or bool(_LITERAL_BATCH.search(text)))
+
+
+def shards(text: str) -> bool:
+    """The text mentions a call that splits a batch over devices (a substring test: it runs on every script)."""
+    return any(word in text for word in SHARDING_WORDS)
+
+class Scripts(NamedTuple):
+    project: Project
+    entries: list[Source]  # the scripts the checks start from
+    batchnorm: list[str]  # real paths of the scripts that mention BatchNorm, in the order given
+    sharded: bool  # a world size was given and a script may split batches over devices (DS802 applies)
+    problems: list[Finding]  # named scripts that cannot be read
+    unreadable: list[tuple[str, str]]  # (path, why) for walked scripts that cannot be opened (DS008)
+
+    def all_sources(self) -> list[Source]:
+        return list(self.project.sources.values()) + self.project.loaded()
+
+
+def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, is_named: Callable[[str], bool],
+                 boundary: Boundary, world_sizes: bool) -> Scripts:
+    """`world_sizes`: whether a world size was given (DS802 needs one; without it literal batch sizes
+    are not worth reading)."""
+    from .. import files
+
+    limit = max_bytes or files.MAX_BYTES
+    entries: dict[str, Source] = {}
+    pending: dict[str, tuple[str, str]] = {}  # real path -> (path, text) read but not parsed yet
+    problems: list[Finding] = []
+    unreadable: list[tuple[str, str]] = []
+    texts: list[tuple[str, str, str, bool]] = []  # (path, real, text, named)
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in entries or real in pending:
+            continue
+        named = is_named(path)
+        data = sources.get(real) if sources else None
+        try:
+            if data is None:
+                data = files.read_bytes(path, limit)
+            elif isinstance(data, str):
+                data = data.encode("utf-8")
+            texts.append((path, real, decode_source(data), named))
+        except files.TooLarge as error:
+            if named:
+                problems.append(_placed(Finding(FILE_TOO_LARGE, f"{_size(error)}: larger than dsconfig reads (at most "
+                                                                f"{files.format_size(error.limit)}: --max-file-size); "
+                                                                "not linted"), path))
+        except files.FileError as error:
+            if named:
+                raise
+            unreadable.append((path, str(error)))
+        except Unreadable as error:
+            if named:
+                problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
+                                        error.column))
+    # a named script may import its loader from a file that was not linted: always worth the look
+    sharded = world_sizes and any(named or shards(text) for _, _, text, named in texts)
+    batchnorm = []
+    for path, real, text, named in texts:
+        if "BatchNorm" in text:
+            batchnorm.append(real)
+        if named or worth_parsing(text, sharded):
+            try:
+                entries[real] = Source(path, text, parse(text, path))
+            except Unreadable as error:
+                if named:
+                    problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
+                                            error.column))
+        else:
+            pending[real] = (path, text)
+    roots = tuple(dict.fromkeys(root if os.path.isdir(root) else os.path.dirname(root) for root in boundary.roots))
+    allowed = Boundary(roots)
+
+    def load(real: str) -> Source | None:
+        """A module a script imports: a walked script not parsed yet, or a file inside the boundary."""
+        try:
+            if real in pending:
+                path, text = pending.pop(real)
+                return Source(path, text, parse(text, path))
+            if not allowed.admits(real) or special(real) is not None:
+                return None
+            text = decode_source(files.read_bytes(real, limit))
+            return Source(os.path.relpath(real) if not os.path.isabs(paths[0]) else real, text, parse(text, real))
+        except (files.FileError, Unreadable):
+            return None
+
+    return Scripts(Project(entries, load, roots), list(entries.values()), batchnorm, sharded, problems, unreadable)
+
+
+def _placed(finding: Finding, path: str, line: int = 1, column: int = 1) -> Finding:
+    finding.file, finding.line, finding.column = path, line, column
+    return finding
+
+
+def _size(error) -> str:
+    from ..files import format_size
+    return format_size(error.size) if error.size is not None else f"more than {format_size(error.limit)}"
