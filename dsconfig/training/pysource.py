@@ -327,6 +327,12 @@ def value_of(project: Project, source: Source, node: ast.AST, depth: int = 0) ->
         if floats:
             return floats[0]
         return Value(INT) if all(v.kind == INT for v in branches) else UNKNOWN
+    if isinstance(node, ast.BoolOp):  # `batch_size or default_batch_size()`: either operand may be the value
+        values = [value_of(project, source, n, depth + 1) for n in node.values]
+        floats = [v for v in values if v.kind == FLOAT]
+        if floats:
+            return floats[0]
+        return Value(INT) if all(v.kind == INT for v in values) else UNKNOWN
     if isinstance(node, ast.Call):
         return _call(project, source, node, depth)
     if isinstance(node, ast.Name):
@@ -379,7 +385,28 @@ def _call(project: Project, source: Source, node: ast.Call, depth: int) -> Value
             if all(isinstance(n, int) for n in numbers):
                 return Value(INT, {"max": max, "min": min}.get(name, lambda *a: abs(a[0]))(*numbers))
             return Value(INT)
+    found = project.resolve(source, node.func) if name is None else None
+    if isinstance(found, Defined) and isinstance(found.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _returned(project, found, depth)
     return UNKNOWN
+
+
+def _returned(project: Project, function: Defined, depth: int) -> Value:
+    """What a project function returns: a float when any `return` gives one (`ram / 2 // 2`), an int when
+    all do; its own nested functions and classes are not its returns."""
+    values = []
+    stack = list(function.node.body)
+    while stack and len(values) < 32:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            values.append(value_of(project, function.source, node.value, depth + 1))
+        stack.extend(ast.iter_child_nodes(node))
+    floats = [v for v in values if v.kind == FLOAT]
+    if floats:
+        return floats[0]
+    return Value(INT) if values and all(v.kind == INT for v in values) else UNKNOWN
 
 
 def _callee_name(project: Project, source: Source, func: ast.AST) -> str | None:
