@@ -112,7 +112,8 @@ def _model_dict(e: Estimate) -> dict:
                 "frozen_parameters": p.frozen, "largest_layer_parameters": p.largest_layer,
                 "input_shape": list(p.sample_shape), "input_dtype": p.input_dtype, "batchnorm": p.batchnorm > 0,
                 "batchnorm_layers": p.batchnorm,
-                "gradient_checkpointing": p.checkpointing if e.setup.gradient_checkpointing and p.checkpointed else None}
+                "gradient_checkpointing": p.checkpointing if e.setup.gradient_checkpointing and p.checkpointed
+                else None}
     return {"name": m.name or None, "family": m.family, "parameters": m.parameters,
             "largest_layer_parameters": m.largest_layer_params, "layers": m.layers, "hidden_size": m.hidden,
             "attention_heads": m.heads, "key_value_heads": m.kv_heads, "intermediate_size": m.intermediate,

@@ -12,11 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from click.testing import CliRunner  # noqa: E402
+from click.testing import CliRunner
 
-from dsconfig.estimate import profile  # noqa: E402
-from dsconfig.estimate.command import estimate  # noqa: E402
-from tests.estimate_harness import models, unet  # noqa: E402
+from dsconfig.estimate import profile
+from dsconfig.estimate.command import estimate
+from tests.estimate_harness import models, unet
 
 UNET = "tests.estimate_harness.unet:unet_tiny"
 UNET_FROZEN = "tests.estimate_harness.unet:unet_tiny_frozen"
