@@ -176,6 +176,14 @@ def module_profile(spec: str, sample_shape: tuple[int, ...], *, batches: tuple[i
         raise InputProblem("--model-factory needs torch installed (pip install torch)")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `mymodels:build` next to the user
+    module_name = spec.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError) as error:  # a parent package that is missing or fails to import
+        raise InputProblem(f"--model-factory {spec}: {type(error).__name__}: {error}") from None
+    if found is None:  # said before torch is imported, which takes a second or two
+        raise InputProblem(f"--model-factory {spec}: no module named {module_name!r} (from {os.getcwd()} or "
+                           "the installed packages)")
     from . import profile
     try:
         return profile.profile_factory(spec, sample_shape, batches=batches, precision=precision,

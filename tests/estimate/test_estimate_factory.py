@@ -160,7 +160,7 @@ def test_params_alone_says_it_assumes_a_decoder_llm():
 @pytest.mark.parametrize("args, fragment", [
     (["--model-factory", "no_colon", "--input-shape", "1,3"], "MODULE:FUNCTION"),
     (["--model-factory", "os:getcwd", "--input-shape", "1,3"], "not a torch.nn.Module"),
-    (["--model-factory", "no_such_module:f", "--input-shape", "1,3"], "No module named 'no_such_module'"),
+    (["--model-factory", "no_such_module:f", "--input-shape", "1,3"], "no module named 'no_such_module'"),
     (["--model-factory", "tests.estimate_harness.models:no_such", "--input-shape", "1,3"], "no_such"),
     (["--model-factory", CNN, "--input-shape", "2,5,32,32"], "RuntimeError"),  # 5 channels into a 3-channel conv
     (["--model-factory", CNN, "--input-shape", "2"], "needs a batch and"),
