@@ -171,7 +171,7 @@ def test_scenario_5_unet_1_27b_out_of_memory_above_a_batch_on_one_gpu(tmp_path):
                       "--micro-batch", largest + 1, "--global-batch", largest + 1, "--target", "deepspeed",
                       "--output-dir", tmp_path / "forced")
     assert forced.returncode == 0, forced.stderr
-    assert "checkpointing on: without it" in forced.stdout or "offload" in forced.stdout
+    assert "checkpointing on: without it" in forced.stdout  # remedy: checkpointing, when the micro batch is fixed
     assert generated(tmp_path / "forced")["train_micro_batch_size_per_gpu"] == largest + 1
     lint_clean(tmp_path / "forced", "deepspeed", 1)
 
