@@ -360,6 +360,12 @@ def _estimate_ds_config(data: bytes):
     return make
 
 
+def _factory(command: str, spec: str, shape: str):
+    def make(folder: str) -> Spec:
+        return Spec([*DSCONFIG, command, "--model-factory", spec, "--input-shape", shape, "--gpu-mem", "80GB"])
+    return make
+
+
 def _training_args(data: bytes):
     def make(folder: str) -> Spec:
         _write(folder, "ds_config.json", b'{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {}, '
@@ -618,6 +624,15 @@ CASES = [
     Case("script-12mb-walked", _big_script_walked, 0, "no problems in 1 file"),
     Case("script-ring-of-400-imports", lambda folder: _script_tree(folder, 400), 0, "no problems in 400 files"),
     Case("script-import-link-outside", _script_import_link_out, 0, "no problems in 1 file"),
+    # --model-factory: a bad spec, shape or module is one line, found before torch is imported
+    Case("factory-spec-without-function", _factory("estimate", "os.path", "1,3"), 2,
+         "--model-factory takes MODULE:FUNCTION"),
+    Case("factory-missing-module", _factory("generate", "no_such_module_here:build", "2,3,32,32"), 2,
+         "no module named 'no_such_module_here'"),
+    Case("factory-5000-digit-input-size", _factory("generate", "models:build", "2,3," + "9" * 5000), 2,
+         "--input-shape size 2 is a 5000-digit number"),
+    Case("factory-input-shape-negative", _factory("estimate", "models:build", "2,-3,32"), 2,
+         "is not a list of positive integers"),
 ]
 
 

@@ -11,7 +11,6 @@ one-line message on stderr).
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -19,6 +18,7 @@ import click
 from .. import escape
 from ..commands.oneline import one_line_errors
 from . import catalog, gpus, inputs, limits, shapes
+from . import measured as measured_module
 from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
 from .inputs import Count, shape_options
 from .memory import OPTIMIZERS, Buckets
@@ -56,7 +56,8 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--profile", is_flag=True,
               help="Measure the activations with torch + transformers on the meta device (no GPU needed).")
 @click.option("--model-factory", metavar="MODULE:FUNCTION",
-              help="Measure any torch.nn.Module the function returns (needs --input-shape).")
+              help="Measure any torch.nn.Module the function returns (needs --input-shape): activations, "
+                   "trainable and frozen parameters, BatchNorm layers, gradient checkpointing.")
 @click.option("--input-shape", metavar="B,D1,...", help="With --model-factory: the input's shape, batch first.")
 @click.option("--input-dtype", type=click.Choice(("float", "long")), default="float", show_default=True,
               help="With --model-factory: float inputs (in --precision) or token ids.")
@@ -100,7 +101,13 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
             values[key] = value
     bucket_values = values.pop("buckets", {})
     if model_factory is not None:
-        shape_dims = _input_shape(input_shape)
+        if model_name or params:
+            raise InputError("give --model-factory alone, without --model or --params")
+        try:
+            inputs.factory_spec(model_factory)
+            shape_dims = inputs.input_shape(input_shape)
+        except inputs.InputProblem as error:
+            raise InputError(str(error)) from None
         if micro_batch is not None and micro_batch != shape_dims[0]:
             raise InputError(f"--micro-batch {micro_batch} differs from the batch of --input-shape ({shape_dims[0]})")
         values["micro_batch"] = shape_dims[0]
@@ -112,20 +119,23 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
         raise InputError(str(error)) from None
 
     hardware = _hardware(gpu_name, gpu_mem, cpu_mem)
-    measured = None
+    measured = module = None
     if model_factory is not None:
-        if model_name or params:
-            raise InputError("give --model-factory alone, without --model or --params")
-        shape, measured = _measure_factory(model_factory, shape_dims, setup, input_dtype)
+        module = _measure_factory(model_factory, shape_dims, setup, input_dtype)
+        shape = measured_module.module_shape(module)
+        notes.append(f"activations measured on the module (torch, meta device) at micro batches "
+                     f"{', '.join(str(b) for b, _ in module.plain.kept.points)}; other micro batches on the line "
+                     "through the two largest")
     else:
-        shape = _model(model_name, params, {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads,
-                                            "intermediate": intermediate, "vocab": vocab,
-                                            "largest_layer": largest_layer})
+        flags = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads,
+                 "intermediate": intermediate, "vocab": vocab, "largest_layer": largest_layer}
+        shape = _model(model_name, params, flags)
+        notes += inputs.params_note(params, flags)
         if profile:
             measured = _measure_hf(shape, setup)
             notes.append("activations measured with torch + transformers (--profile)")
     try:
-        result = estimator.estimate(shape, setup, hardware, measured_activations=measured)
+        result = estimator.estimate(shape, setup, hardware, measured_activations=measured, module=module)
     except ValueError as error:
         raise InputError(str(error)) from None
     result.notes[:0] = notes
@@ -133,7 +143,7 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
         click.echo(escape.json_text(report.as_json(result)), nl=False)
     else:
         click.echo(escape.lines(report.table(result)), nl=False)  # the model's name may be a file's
-    sys.exit(1 if result.fits is False else 0)
+    sys.exit(1 if result.fits is False or result.errors else 0)
 
 
 def _gpu_catalog():
@@ -160,23 +170,9 @@ def _model(model_name, params, flags) -> shapes.ModelShape:
     return shape
 
 
-def _input_shape(text: str | None) -> tuple[int, ...]:
-    if not text:
-        raise InputError("--model-factory needs --input-shape, e.g. --input-shape 8,3,224,224")
-    try:
-        dims = tuple(int(part) for part in text.replace("x", ",").split(","))
-    except ValueError:
-        raise InputError(f"--input-shape: {text!r} is not a list of integers (e.g. 8,3,224,224)") from None
-    if not dims or any(d < 1 for d in dims):
-        raise InputError(f"--input-shape: {text!r} needs positive sizes")
-    return dims
-
-
 def _require_torch(what: str):
     import importlib.util
     missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
-    if what == "--model-factory":
-        missing = [name for name in missing if name == "torch"]
     if missing:
         raise InputError(f"{what} needs {' and '.join(missing)} installed (pip install {' '.join(missing)})")
 
@@ -196,15 +192,12 @@ def _measure_hf(shape: shapes.ModelShape, setup: TrainingSetup) -> int:
 
 
 def _measure_factory(spec: str, dims: tuple[int, ...], setup: TrainingSetup, input_dtype: str):
-    _require_torch("--model-factory")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # `mymodels:build` next to the user
-    from . import profile
+    """The module measured at the micro batch asked for and at two more (see measured.Line)."""
+    batch = dims[0]
+    batches = (1, 2, 4) if batch == 1 else (batch, 2 * batch)
     try:
-        measured = profile.measure_factory(spec, dims, precision=setup.precision, input_dtype=input_dtype)
-    except Exception as error:
-        raise InputError(f"--model-factory {spec}: {type(error).__name__}: {error}") from None
-    shape = shapes.ModelShape(family="generic", layers=0, hidden=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
-                              vocab=0, parameters=measured.parameters,
-                              largest_layer_params=measured.largest_layer_params, name=spec)
-    return shape, measured.activation_bytes
+        return inputs.module_profile(spec, dims[1:], batches=batches, precision=setup.precision,
+                                     input_dtype=input_dtype, attention=setup.attention,
+                                     checkpointing=(setup.gradient_checkpointing,))
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import activations, memory
+from .measured import ModuleProfile
 from .shapes import ModelShape
 
 PRECISIONS = ("bf16", "fp16", "fp32")
@@ -84,6 +85,8 @@ class Estimate:
     setup: TrainingSetup
     hardware: Hardware
     notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # why the setup cannot train whatever the memory
+    module: ModuleProfile | None = None  # what --model-factory measured
 
     @property
     def total(self) -> int:
@@ -91,14 +94,20 @@ class Estimate:
 
 
 def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardware(), *,
-             measured_activations: int | None = None) -> Estimate:
+             measured_activations: int | None = None, module: ModuleProfile | None = None) -> Estimate:
     """Per-GPU memory for training `model` with `setup`, and whether it fits `hardware`.
 
     `measured_activations` replaces the analytic activation figure at the setup's micro batch
-    (from `--profile`); the largest micro batch is then found by scaling it linearly.
+    (from `--profile`); the largest micro batch is then found by scaling it linearly. `module`
+    (from `--model-factory`, with `model` = measured.module_shape(module)) gives the activations
+    measured on the module at every micro batch.
     """
     setup.check()
     notes: list[str] = []
+    if module is not None and setup.gradient_checkpointing and module.checkpointed is None:
+        notes.append("nothing to checkpoint was found (no enable_gradient_checkpointing() / "
+                     "gradient_checkpointing_enable(), no ModuleList or Sequential of repeated blocks): "
+                     "activations measured without checkpointing")
     if setup.offload_param != "none" and setup.zero_stage != 3:
         notes.append("offload_param only works at ZeRO stage 3; DeepSpeed ignores it here")
     if setup.precision == "bf16" and hardware.bf16 is False:
@@ -115,8 +124,12 @@ def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardw
                           nodes=setup.nodes, buckets=setup.buckets, offload_param=setup.offload_param)
 
     def at(batch: int):
-        acts = activations.estimate(model, batch=batch, seq_len=setup.seq_len, precision=setup.precision,
-                                    checkpointing=setup.gradient_checkpointing, attention=setup.attention)
+        if module is not None:
+            kept, recompute = module.activations(setup.gradient_checkpointing).at(batch)
+            acts = activations.Activations(kept + recompute, kept, recompute, 0, module.attention)
+        else:
+            acts = activations.estimate(model, batch=batch, seq_len=setup.seq_len, precision=setup.precision,
+                                        checkpointing=setup.gradient_checkpointing, attention=setup.attention)
         gpu_acts, cpu_acts = acts.total, 0
         if measured_activations is not None:
             gpu_acts = measured_activations * batch // setup.micro_batch
@@ -126,8 +139,8 @@ def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardw
         # the loss's backward runs while everything is still saved; layers are recomputed only after
         # the loss tensors are freed, so only the part of the temporary above the recompute adds
         recompute = acts.recompute if measured_activations is None else 0
-        over = memory.overhead(world=setup.world_size,
-                               transient=max(0, _transient(model, batch, setup) - recompute))
+        transient = 0 if module is not None else max(0, _transient(model, batch, setup) - recompute)
+        over = memory.overhead(world=setup.world_size, transient=transient)
         per_gpu = {"parameters": states.parameters, "gradients": states.gradients,
                    "optimizer_states": states.optimizer_states, "activations": gpu_acts,
                    "buffers": sum(bufs.values()), "overhead": sum(over.values())}
@@ -146,8 +159,22 @@ def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardw
     if hardware.cpu_memory is not None:
         cpu_headroom = hardware.cpu_memory - cpu
         fits = (fits is not False) and cpu_headroom >= 0
+    errors = [single_sample_error(module)] if module is not None and module.batchnorm and setup.micro_batch == 1 \
+        else []
     return Estimate(per_gpu, cpu, fits, max_batch, headroom, cpu_headroom, bufs, over, acts, model, setup,
-                    hardware, notes)
+                    hardware, notes, errors, module)
+
+
+def single_sample_error(module: ModuleProfile) -> str:
+    """Micro batch 1 with BatchNorm: what torch said when the measurement ran one sample, or why not."""
+    layers = f"{module.batchnorm} BatchNorm layer{'s' if module.batchnorm > 1 else ''}"
+    if module.single_sample_error:
+        return (f"micro batch 1: the model's {layers} fail with one sample per GPU ({module.single_sample_error}); "
+                "use a micro batch of at least 2")
+    return (f"micro batch 1: the model has {layers}, which normalise with the statistics of each GPU's own batch; "
+            "with one sample per GPU a BatchNorm that sees one value per channel fails (\"Expected more than 1 "
+            "value per channel when training\") and the others train on single-sample statistics; use a micro "
+            "batch of at least 2")
 
 
 def _layer_inputs(model: ModelShape, batch: int, setup: TrainingSetup) -> int:

@@ -127,3 +127,77 @@ def model(model_name: str | None, params: str | None, flags: dict, params_name: 
     if shape_flags:
         raise InputProblem(f"--{next(iter(shape_flags)).replace('_', '-')} goes with --params")
     return None
+
+
+# -- --model-factory: any torch.nn.Module ---------------------------------------------------------
+
+FACTORY_OPTIONS = "--model-factory MODULE:FUNCTION"
+MAX_INPUT_DIMS = 8  # the batch and up to seven more: 3-D video with channels and time is five
+
+
+def input_shape(text: str | None) -> tuple[int, ...]:
+    """--input-shape B,D1,...: the batch and a sample's sizes (positive integers, each within limits)."""
+    if not text:
+        raise InputProblem("--model-factory needs --input-shape, e.g. --input-shape 8,3,224,224 (batch first)")
+    parts = text.replace("x", ",").split(",")
+    if len(parts) < 2 or len(parts) > MAX_INPUT_DIMS:
+        raise InputProblem(f"--input-shape: {text!r} needs a batch and 1 to {MAX_INPUT_DIMS - 1} sizes "
+                           "(e.g. 8,3,224,224)")
+    dims = []
+    for index, part in enumerate(parts):
+        if not part.strip().isdigit():
+            raise InputProblem(f"--input-shape: {text!r} is not a list of positive integers (e.g. 8,3,224,224)")
+        name, limit = ("the batch", limits.MICRO_BATCH) if index == 0 else (f"size {index}", limits.WIDTH)
+        digits = part.strip().lstrip("0")
+        if len(digits) > 30:  # past what int() reads quickly, and far past any limit
+            raise InputProblem(limits.too_large(f"--input-shape {name} is a {len(digits)}-digit number", limit))
+        try:
+            dims.append(limits.count(int(part), f"--input-shape {name}", limit))
+        except limits.LimitError as error:
+            raise InputProblem(str(error)) from None
+    return tuple(dims)
+
+
+def factory_spec(spec: str) -> str:
+    module_name, _, function = spec.partition(":")
+    if not module_name or not function or not all(part.isidentifier() for part in (*module_name.split("."), function)):
+        raise InputProblem(f"--model-factory takes MODULE:FUNCTION (e.g. mymodels:build_unet), got {spec!r}")
+    return spec
+
+
+def module_profile(spec: str, sample_shape: tuple[int, ...], *, batches: tuple[int, ...], precision: str,
+                   input_dtype: str, attention: str, checkpointing: tuple[bool, ...]):
+    """Measure the module `spec` returns (profile.profile_factory); torch is imported only here."""
+    import importlib.util
+    import sys
+
+    factory_spec(spec)
+    if importlib.util.find_spec("torch") is None:
+        raise InputProblem("--model-factory needs torch installed (pip install torch)")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `mymodels:build` next to the user
+    module_name = spec.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError) as error:  # a parent package that is missing or fails to import
+        raise InputProblem(f"--model-factory {spec}: {type(error).__name__}: {error}") from None
+    if found is None:  # said before torch is imported, which takes a second or two
+        raise InputProblem(f"--model-factory {spec}: no module named {module_name!r} (from {os.getcwd()} or "
+                           "the installed packages)")
+    from . import profile
+    try:
+        return profile.profile_factory(spec, sample_shape, batches=batches, precision=precision,
+                                       input_dtype=input_dtype, attention=attention, checkpointing=checkpointing)
+    except Exception as error:  # the user's code, or torch refusing the input: one line
+        message = " ".join(str(error).split()) or "(no message)"
+        raise InputProblem(f"--model-factory {spec}: {type(error).__name__}: {message}") from None
+
+
+def params_note(params: str | None, flags: dict) -> list[str]:
+    """--params without shape flags is sized as a decoder-only LLM: say so."""
+    if params and not any(value is not None for value in flags.values()):
+        note = (f"--params {params} alone assumes a Llama-style decoder-only LLM (layers, widths and vocabulary "
+                "guessed from the count, activations from that shape); for another model (a UNet, a CNN) use "
+                "--model-factory MODULE:FUNCTION --input-shape B,...")
+        return [note]
+    return []

@@ -85,31 +85,35 @@ def model_states(shape: ModelShape, *, precision: str, optimizer: str, stage: in
     """Per-GPU parameters, gradients and optimizer states, and CPU bytes per node."""
     P = shape.parameters if total_params is None else total_params
     L = shape.largest_layer_params if largest_layer_params is None else largest_layer_params
+    # frozen parameters (requires_grad=False) are weights only: DeepSpeed's optimizer gets the
+    # trainable ones (the HF Trainer and Accelerate pass only those), so no gradient, fp32 master or
+    # state exists for the rest; ZeRO-3 partitions every parameter's weights all the same
+    T = P if shape.trainable_parameters is None or total_params is not None else shape.trainable_parameters
     G = gpus * nodes
     half = precision in ("bf16", "fp16")
     param = 2 if half else 4
     grad_copy = 4 if half else 0  # the fp32 gradient partition 16-bit training steps on
     master = 4 if half else 0
-    states = optimizer_state_bytes(optimizer, shape, P)
-    grads_full = param * P  # gradient in the training dtype
-    partitioned_optimizer = master * P + states  # what ZeRO-1 and up shard
-    cpu_state = 4 * P + master * P + states  # offloaded: fp32 gradient + master + states, per param
+    states = optimizer_state_bytes(optimizer, shape, T)
+    grads_full = param * T  # gradient in the training dtype
+    partitioned_optimizer = master * T + states  # what ZeRO-1 and up shard
+    cpu_state = 4 * T + master * T + states  # offloaded: fp32 gradient + master + states
     off_opt = offload_optimizer in ("cpu", "nvme")
     off_param = offload_param in ("cpu", "nvme") and stage == 3
 
     if stage == 0:
-        return States(param * P, grads_full + grad_copy * P, partitioned_optimizer, _load(P, gpus))
+        return States(param * P, grads_full + grad_copy * T, partitioned_optimizer, _load(P, gpus))
     if stage in (1, 2):
         if off_opt:
             # ZeRO-Offload: the optimizer partitions and their fp32 gradients live on the CPU
             gradients = grads_full if stage == 1 else 0
             return States(param * P, gradients, 0, _offloaded_cpu(P, G, cpu_state, offload_optimizer, gpus))
         if stage == 1:
-            gradients = grads_full + int(grad_copy * P / G)
+            gradients = grads_full + int(grad_copy * T / G)
             return States(param * P, gradients, int(partitioned_optimizer / G), _load(P, gpus))
         # DeepSpeed: gpu_mem = 2 * P + int(18 * P / G), 18 = 2 + 4 + 4 + 8
-        sharded = int((grads_full + grad_copy * P + partitioned_optimizer) / G)
-        gradients = int((grads_full + grad_copy * P) / G)
+        sharded = int((grads_full + grad_copy * T + partitioned_optimizer) / G)
+        gradients = int((grads_full + grad_copy * T) / G)
         return States(param * P, gradients, sharded - gradients, _load(P, gpus))
     if stage != 3:
         raise ValueError(f"ZeRO stage must be 0-3, got {stage}")
@@ -117,7 +121,7 @@ def model_states(shape: ModelShape, *, precision: str, optimizer: str, stage: in
     largest = 2 * param * L  # DeepSpeed: largest_layer_memory = 4 * L (16-bit weights + gradients)
     gathered_params = largest // 2
     gathered_grads = largest - gathered_params
-    grad3 = 4 * P  # DeepSpeed's ZeRO-3 figure keeps 4 B/param of gradient (18 = 2 + 4 + 12)
+    grad3 = 4 * T  # DeepSpeed's ZeRO-3 figure keeps 4 B/param of gradient (18 = 2 + 4 + 12)
     gpus_factor = 1 / nodes
     nvme = "nvme" in (offload_optimizer, offload_param if off_param else "none")
     if off_opt and off_param:
@@ -210,7 +214,7 @@ def buffers(shape: ModelShape, *, precision: str, stage: int, gpus: int, nodes: 
     """DeepSpeed's GPU communication buffers, by name (bytes)."""
     param = 2 if precision in ("bf16", "fp16") else 4
     world = gpus * nodes
-    P = shape.parameters
+    P = shape.parameters if shape.trainable_parameters is None else shape.trainable_parameters  # what is reduced
     overlap = buckets.overlap_comm if buckets.overlap_comm is not None else stage == 3
     out: dict[str, int] = {}
     if stage == 0:
@@ -228,7 +232,7 @@ def buffers(shape: ModelShape, *, precision: str, stage: int, gpus: int, nodes: 
     # one flat ipg bucket of reduce_bucket_size (ZeRO-3 overlaps on a side stream, not a second buffer)
     out["reduce bucket"] = min(buckets.reduce_bucket_size, P) * param
     # parameters gathered ahead of use, beyond the layer being computed (counted in the model states)
-    out["prefetch bucket"] = min(buckets.prefetch_bucket_size, P) * param
+    out["prefetch bucket"] = min(buckets.prefetch_bucket_size, shape.parameters) * param  # frozen ones too
     # small parameters (norms, biases) stay gathered on every GPU
     persistent = sum(n * times for n, times in _module_params_safe(shape) if n < buckets.param_persistence_threshold)
     if offload_param in ("cpu", "nvme"):
@@ -238,6 +242,8 @@ def buffers(shape: ModelShape, *, precision: str, stage: int, gpus: int, nodes: 
 
 
 def _module_params_safe(shape: ModelShape) -> list[tuple[int, int]]:
+    if "parameter_sizes" in shape.extra:  # measured (--model-factory): DeepSpeed's test is per parameter
+        return list(shape.extra["parameter_sizes"])
     try:
         return _module_params(shape)
     except ValueError:

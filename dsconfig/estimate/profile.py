@@ -27,12 +27,18 @@ This module imports torch and transformers; only ``dsconfig estimate --profile``
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import sys
 import warnings
 from dataclasses import dataclass, field
 
 import torch
+import torch.utils.checkpoint
 from torch import nn
+
+from . import measured
+from .measured import ModuleProfile
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 FLASH = "dsconfig_flash"  # the attention implementation name the stand-in is registered under
@@ -199,12 +205,13 @@ def _flash_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
 
 
 @contextlib.contextmanager
-def cuda_like(attention: str = "eager"):
-    """Route dropout (always) and attention (``flash``) to what a CUDA run saves."""
+def cuda_like(attention: str = "eager", transformers: bool = True):
+    """Route dropout (always) and attention (``flash``) to what a CUDA run saves; `transformers`:
+    also transformers' own attention and masking code (importing it takes seconds)."""
     import torch.nn.functional as F
     originals = {"dropout": F.dropout, "sdpa": F.scaled_dot_product_attention}
     F.dropout = _dropout(originals["dropout"])
-    masking = _masking_utils()
+    masking = _masking_utils() if transformers else None
     if masking is not None:
         # it asks `.all()` of the position ids to detect packed sequences: data a meta tensor has not
         originals["packed"] = masking.find_packed_sequence_indices
@@ -212,11 +219,12 @@ def cuda_like(attention: str = "eager"):
     if attention == "flash":
         F.scaled_dot_product_attention = _flash_sdpa
         try:
-            from transformers import AttentionInterface
-            AttentionInterface.register(FLASH, _flash_attention_forward)
+            if transformers:
+                from transformers import AttentionInterface
+                AttentionInterface.register(FLASH, _flash_attention_forward)
         except ImportError:
             pass
-    moe = _moe_integration()
+    moe = _moe_integration() if transformers else None
     if moe is not None:
         # torch's grouped GEMM (transformers' default experts kernel) takes bf16 only; other dtypes
         # go through transformers' per-expert fallback op, which keeps the same tensors
@@ -403,17 +411,16 @@ def build_factory_model(spec: str, precision: str = "bf16") -> nn.Module:
     return model.to(device="meta", dtype=DTYPES[precision])
 
 
-def measure_factory(spec: str, input_shape: tuple[int, ...], *, precision: str = "bf16",
-                    input_dtype: str | None = None, checkpointing: bool = False,
-                    describe: bool = False) -> Measurement:
-    """Measure a model returned by `module:function` on one input of `input_shape` (batch first)."""
-    model = build_factory_model(spec, precision)
-    dtype = torch.long if input_dtype == "long" else DTYPES[precision]
-    x = torch.empty(input_shape, dtype=dtype, device="meta") if dtype != torch.long else \
-        torch.zeros(input_shape, dtype=dtype, device="meta")
-    model.train()
-    total, largest = count_parameters(model)
-    with cuda_like("eager"), warnings.catch_warnings():
+def _factory_input(shape: tuple[int, ...], precision: str, input_dtype: str | None) -> torch.Tensor:
+    if input_dtype == "long":
+        return torch.zeros(shape, dtype=torch.long, device="meta")
+    return torch.empty(shape, dtype=DTYPES[precision], device="meta")
+
+
+def _saved_bytes(model: nn.Module, x: torch.Tensor, attention: str, describe: bool = False) -> _Recorder:
+    """One training forward of `model` on `x` (with the loss a training loop takes), under the hook."""
+    # a factory that builds a transformers model has imported it; otherwise leave it unimported
+    with cuda_like(attention, transformers="transformers" in sys.modules), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         recorder = _Recorder(model, [])
         modes = _OpNames(recorder.ops) if describe else contextlib.nullcontext()
@@ -422,4 +429,173 @@ def measure_factory(spec: str, input_shape: tuple[int, ...], *, precision: str =
                 _loss_of(model(x))
         finally:
             recorder.close()
+    return recorder
+
+
+def measure_factory(spec: str, input_shape: tuple[int, ...], *, precision: str = "bf16",
+                    input_dtype: str | None = None, attention: str = "eager",
+                    describe: bool = False) -> Measurement:
+    """Measure a model returned by `module:function` on one input of `input_shape` (batch first)."""
+    model = build_factory_model(spec, precision)
+    model.train()
+    total, largest = count_parameters(model)
+    recorder = _saved_bytes(model, _factory_input(input_shape, precision, input_dtype), attention, describe)
     return Measurement(recorder.total(), recorder.total(), 0, total, largest, list(recorder.saved.values()))
+
+
+# -- a module's own gradient checkpointing, or its repeated blocks checkpointed ---------------------
+
+SINGLE_SAMPLE = "Expected more than 1 value per channel when training"  # F.batch_norm's check
+
+
+class _CheckpointProbe:
+    """Wraps a checkpoint function: before each checkpointed call it runs the block once plainly and
+    counts what the block saves of its own (not its inputs, parameters or buffers) — what backward
+    holds while it recomputes that block. The largest over all calls is the recompute peak."""
+
+    def __init__(self, model: nn.Module):
+        self.exclude = {_storage_key(p) for p in model.parameters()} | {_storage_key(b) for b in model.buffers()}
+        self.largest = 0
+        self.calls = 0
+        self.busy = False  # a checkpoint inside a checkpointed block is left to the outer one
+
+    def wrap(self, checkpoint):
+        def probed(fn, *args, **kwargs):
+            if self.busy:
+                return checkpoint(fn, *args, **kwargs)
+            self.busy = True
+            try:
+                self.largest = max(self.largest, self._own_bytes(fn, args, kwargs))
+                self.calls += 1
+                return checkpoint(fn, *args, **kwargs)
+            finally:
+                self.busy = False
+        return probed
+
+    def _own_bytes(self, fn, args, kwargs) -> int:
+        inputs = {_storage_key(a) for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)}
+        saved: dict = {}
+        keep = []
+
+        def pack(t):
+            key = _storage_key(t)
+            if key not in self.exclude and key not in inputs and key not in saved:
+                saved[key] = t.untyped_storage().nbytes()
+                keep.append(t)
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            fn(*args, **kwargs)
+        return sum(saved.values())
+
+
+def repeated_blocks(model: nn.Module) -> tuple[str, list[nn.Module]]:
+    """The largest repeated container: the ModuleList/Sequential children of one class (at least two)
+    holding the most trainable parameters, and the container's name. ("", []) when there is none."""
+    best = (0, "", [])
+    for name, container in model.named_modules():
+        if not isinstance(container, (nn.ModuleList, nn.Sequential)):
+            continue
+        by_class: dict[type, list[nn.Module]] = {}
+        for child in container.children():
+            if next(child.children(), None) is None:
+                continue  # a single layer (a Conv2d in a Sequential) keeps nothing but its input: no block
+            by_class.setdefault(type(child), []).append(child)
+        for blocks in by_class.values():
+            size = sum(p.numel() for block in blocks for p in block.parameters() if p.requires_grad)
+            if len(blocks) >= 2 and size > best[0]:
+                best = (size, name, blocks)
+    return best[1], best[2]
+
+
+def _enable_checkpointing(model: nn.Module, probe: _CheckpointProbe) -> str:
+    """Turn gradient checkpointing on as the model's training code would; say how."""
+    for method in ("enable_gradient_checkpointing", "gradient_checkpointing_enable"):  # diffusers, transformers
+        if callable(getattr(model, method, None)):
+            getattr(model, method)()
+            for module in model.modules():  # both set it on every block they checkpoint
+                if callable(getattr(module, "_gradient_checkpointing_func", None)):
+                    module._gradient_checkpointing_func = probe.wrap(module._gradient_checkpointing_func)
+            return f"model.{method}()"
+    name, blocks = repeated_blocks(model)
+    if not blocks:
+        return ""
+    checkpoint = probe.wrap(lambda fn, *args, **kwargs: torch.utils.checkpoint.checkpoint(
+        fn, *args, use_reentrant=False, **kwargs))
+    for block in blocks:
+        block.forward = functools.partial(checkpoint, block.forward)
+    return (f"torch.utils.checkpoint around each of the {len(blocks)} {type(blocks[0]).__name__} blocks "
+            f"of `{name}`")
+
+
+@contextlib.contextmanager
+def _probing(checkpoint):
+    """Code that calls torch.utils.checkpoint.checkpoint itself (older diffusers) goes through the probe."""
+    original = torch.utils.checkpoint.checkpoint
+    torch.utils.checkpoint.checkpoint = checkpoint(original)
+    try:
+        yield
+    finally:
+        torch.utils.checkpoint.checkpoint = original
+
+
+def profile_factory(spec: str, sample_shape: tuple[int, ...], *, batches: tuple[int, ...], precision: str = "bf16",
+                    input_dtype: str = "float", attention: str = "flash",
+                    checkpointing: tuple[bool, ...] = (False,)) -> ModuleProfile:
+    """Measure the model `module:function` returns at each batch size, plainly and (when asked) with
+    gradient checkpointing, for the estimate and the planner (see measured.py)."""
+    model = build_factory_model(spec, precision)
+    model.train()
+    total, largest = count_parameters(model)
+    trainable = _count_unique(p for p in model.parameters() if p.requires_grad)
+    sizes: dict[int, int] = {}
+    for p in {_storage_key(p): p for p in model.parameters()}.values():
+        sizes[p.numel()] = sizes.get(p.numel(), 0) + 1
+    batchnorm = sum(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+    single_sample_error = None
+
+    def line(measure) -> measured.Line:
+        nonlocal single_sample_error
+        points = []
+        for batch in sorted(set(batches)):
+            try:
+                points.append((batch, measure(batch)))
+            except ValueError as error:
+                if batch != 1 or SINGLE_SAMPLE not in str(error):
+                    raise
+                single_sample_error = f"{type(error).__name__}: {error}"
+        return measured.Line(tuple(points))
+
+    def run(batch: int) -> _Recorder:
+        return _saved_bytes(model, _factory_input((batch, *sample_shape), precision, input_dtype), attention)
+
+    plain = measured.Activations(line(lambda b: run(b).total())) if False in checkpointing else None
+    checkpointed, how = None, ""
+    if True in checkpointing:
+        probe = _CheckpointProbe(model)
+        how = _enable_checkpointing(model, probe)
+        recompute: dict[int, int] = {}
+
+        def kept(batch: int) -> int:
+            probe.largest = 0
+            with _probing(probe.wrap):
+                total_bytes = run(batch).total()
+            recompute[batch] = probe.largest
+            return total_bytes
+
+        kept_line = line(kept)
+        if how and probe.calls:
+            checkpointed = measured.Activations(kept_line, measured.Line(tuple(sorted(recompute.items()))))
+        else:
+            how = ""
+            plain = plain or measured.Activations(kept_line)
+    return measured.ModuleProfile(
+        spec=spec, sample_shape=tuple(sample_shape), input_dtype=input_dtype, parameters=total, trainable=trainable,
+        largest_layer=largest, parameter_sizes=tuple(sorted(sizes.items())), batchnorm=batchnorm,
+        plain=plain or checkpointed, checkpointed=checkpointed, checkpointing=how,
+        single_sample_error=single_sample_error, attention=attention)
+
+
+def _count_unique(parameters) -> int:
+    return sum(p.numel() for p in {_storage_key(p): p for p in parameters}.values())

@@ -23,7 +23,26 @@ def count(n: int) -> str:
     return str(n)
 
 
+def describe_module(e: Estimate) -> list[str]:
+    """The header for a --model-factory model: no layers, heads, vocabulary or sequence length."""
+    m, s, p = e.model, e.setup, e.module
+    model = f"{m.name}: {count(p.parameters)} parameters ({p.parameters:,})"
+    if p.frozen:
+        model += f", {count(p.trainable)} trainable, {count(p.frozen)} frozen"
+    model += f", largest layer {count(p.largest_layer)}"
+    if p.batchnorm:
+        model += f", {p.batchnorm} BatchNorm layer{'s' if p.batchnorm > 1 else ''}"
+    ckpt = f"gradient checkpointing ({p.checkpointing})" if s.gradient_checkpointing and p.checkpointed \
+        else "no checkpointing"
+    sample = "×".join(str(d) for d in p.sample_shape)
+    training = (f"{s.precision}, micro batch {s.micro_batch} × input {sample}"
+                f"{' (token ids)' if p.input_dtype == 'long' else ''}, {p.attention} attention, {ckpt}, {s.optimizer}")
+    return [model, training, _zero_line(e)]
+
+
 def describe_setup(e: Estimate) -> list[str]:
+    if e.module is not None:
+        return describe_module(e)
     m, s = e.model, e.setup
     name = m.name or m.family
     model = f"{name}: {count(m.parameters)} parameters ({m.parameters:,}), largest layer {count(m.largest_layer_params)}"
@@ -33,6 +52,11 @@ def describe_setup(e: Estimate) -> list[str]:
     seq = f"{tokens} patches+CLS" if m.family == "vit" else f"seq {s.seq_len}"
     training = (f"{s.precision}, micro batch {s.micro_batch} × {seq}, {e.activations.attention} attention, {ckpt}, "
                 f"{s.optimizer}")
+    return [model, training, _zero_line(e)]
+
+
+def _zero_line(e: Estimate) -> str:
+    s = e.setup
     offload = []
     if s.offload_optimizer != "none":
         offload.append(f"optimizer → {s.offload_optimizer}")
@@ -40,7 +64,7 @@ def describe_setup(e: Estimate) -> list[str]:
         offload.append(f"parameters → {s.offload_param}")
     zero = f"ZeRO-{s.zero_stage}" + (f" (offload {', '.join(offload)})" if offload else "")
     world = f"{s.nodes} node{'s' if s.nodes > 1 else ''} × {s.gpus} GPU{'s' if s.gpus > 1 else ''}"
-    return [model, training, f"{zero} on {world}"]
+    return f"{zero} on {world}"
 
 
 def table(e: Estimate) -> str:
@@ -51,7 +75,8 @@ def table(e: Estimate) -> str:
         detail = e.buffers if key == "buffers" else e.overhead if key == "overhead" else {}
         if key == "activations":
             a = e.activations
-            detail = {"saved at end of forward": a.kept, "one layer recomputed": a.recompute} if a.recompute else {}
+            unit = "one block recomputed" if e.module is not None else "one layer recomputed"
+            detail = {"saved at end of forward": a.kept, unit: a.recompute} if a.recompute else {}
             if a.loss:
                 detail = dict(detail, **{"of which logits/loss": a.loss})
         for name, value in detail.items():
@@ -75,21 +100,37 @@ def table(e: Estimate) -> str:
         out.append(f"fits: {'yes' if e.fits else 'no'}")
     if e.max_micro_batch is not None:
         out.append(f"largest micro batch that fits: {e.max_micro_batch}")
+    out += [f"error: {error}" for error in e.errors]
     out += [f"note: {note}" for note in e.notes]
     return "\n".join(out) + "\n"
 
 
+def _model_dict(e: Estimate) -> dict:
+    m, p = e.model, e.module
+    if p is not None:
+        return {"name": p.spec, "family": m.family, "parameters": p.parameters, "trainable_parameters": p.trainable,
+                "frozen_parameters": p.frozen, "largest_layer_parameters": p.largest_layer,
+                "input_shape": list(p.sample_shape), "input_dtype": p.input_dtype, "batchnorm": p.batchnorm > 0,
+                "batchnorm_layers": p.batchnorm,
+                "gradient_checkpointing": p.checkpointing if e.setup.gradient_checkpointing and p.checkpointed
+                else None}
+    return {"name": m.name or None, "family": m.family, "parameters": m.parameters,
+            "largest_layer_parameters": m.largest_layer_params, "layers": m.layers, "hidden_size": m.hidden,
+            "attention_heads": m.heads, "key_value_heads": m.kv_heads, "intermediate_size": m.intermediate,
+            "vocab_size": m.vocab, "tied_embeddings": m.tied_embeddings}
+
+
 def as_dict(e: Estimate) -> dict:
-    m, s = e.model, e.setup
+    s = e.setup
+    setup = {"seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
+             "gradient_checkpointing": s.gradient_checkpointing, "attention": e.activations.attention,
+             "optimizer": s.optimizer, "gpus": s.gpus, "nodes": s.nodes, "zero_stage": s.zero_stage,
+             "offload_optimizer": s.offload_optimizer, "offload_param": s.offload_param}
+    if e.module is not None:
+        del setup["seq_len"]  # the input shape says what a sample is
     return {
-        "model": {"name": m.name or None, "family": m.family, "parameters": m.parameters,
-                  "largest_layer_parameters": m.largest_layer_params, "layers": m.layers, "hidden_size": m.hidden,
-                  "attention_heads": m.heads, "key_value_heads": m.kv_heads, "intermediate_size": m.intermediate,
-                  "vocab_size": m.vocab, "tied_embeddings": m.tied_embeddings},
-        "setup": {"seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
-                  "gradient_checkpointing": s.gradient_checkpointing, "attention": e.activations.attention,
-                  "optimizer": s.optimizer, "gpus": s.gpus, "nodes": s.nodes, "zero_stage": s.zero_stage,
-                  "offload_optimizer": s.offload_optimizer, "offload_param": s.offload_param},
+        "model": _model_dict(e),
+        "setup": setup,
         "per_gpu_bytes": {key: e.per_gpu[key] for key in BREAKDOWN_KEYS},
         "cpu_bytes_per_node": e.cpu_per_node,
         "fits": e.fits,
@@ -101,6 +142,7 @@ def as_dict(e: Estimate) -> dict:
         "overhead_bytes": dict(e.overhead),
         "activation_bytes": {"kept_after_forward": e.activations.kept, "recomputed_layer": e.activations.recompute,
                              "loss": e.activations.loss},
+        "errors": list(e.errors),
         "notes": list(e.notes),
     }
 

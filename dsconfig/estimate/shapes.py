@@ -59,6 +59,7 @@ class ModelShape:
     dropout: dict = field(default_factory=dict)  # site -> probability: embedding, attention, residual, mlp
     extra: dict = field(default_factory=dict)  # family-specific switches (falcon layout, gemma soft-capping...)
     parameters: int = 0  # exact unique parameter count
+    trainable_parameters: int | None = None  # requires_grad=True (None: all); frozen ones have no grads or states
     largest_layer_params: int = 0  # DeepSpeed's largest layer: the biggest module's direct parameters
     config: dict | None = None  # the config.json dict it came from (for --profile)
     name: str = ""

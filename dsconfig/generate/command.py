@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 
 from .. import escape
 from ..commands.oneline import one_line_errors
-from ..estimate import catalog, inputs, limits, shapes
+from ..estimate import catalog, inputs, limits, measured, shapes
 from ..estimate.inputs import Count, shape_options
 from ..estimate.memory import OPTIMIZERS
 from ..targets import NAMES as TARGET_NAMES
@@ -58,7 +59,15 @@ InputError, _OneLineErrors = one_line_errors(PROG)
               help="The optimizer (its states decide the memory).")
 @click.option("--attention", type=click.Choice(("flash", "eager")), default="flash", show_default=True,
               help="Attention kernel.")
-@click.option("--batchnorm", is_flag=True, help="The model has BatchNorm layers: never a micro batch below 2.")
+@click.option("--model-factory", metavar="MODULE:FUNCTION",
+              help="Size for any torch.nn.Module the function returns, measured with torch (needs --input-shape).")
+@click.option("--input-shape", metavar="B,D1,...",
+              help="With --model-factory: the input's shape, batch first (the batch is only an example: the plan "
+                   "chooses the micro batch).")
+@click.option("--input-dtype", type=click.Choice(("float", "long")), default="float", show_default=True,
+              help="With --model-factory: float inputs (in the training precision) or token ids.")
+@click.option("--batchnorm", is_flag=True, help="The model has BatchNorm layers: never a micro batch below 2 "
+                                                "(found by itself with --model-factory).")
 @click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None,
               help="Force gradient checkpointing on or off. [default: on only when needed]")
 @click.option("--headroom", type=click.IntRange(0, 90), default=10, show_default=True, metavar="PERCENT",
@@ -74,8 +83,8 @@ InputError, _OneLineErrors = one_line_errors(PROG)
                                                           "stderr).")
 def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers, hidden, heads, kv_heads,
              intermediate, vocab, largest_layer, seq_len, global_batch, micro_batch, precision, target, optimizer,
-             attention, batchnorm, gradient_checkpointing, headroom, nvme_path, template, script, output_dir, force,
-             to_stdout):
+             attention, model_factory, input_shape, input_dtype, batchnorm, gradient_checkpointing, headroom, nvme_path,
+             template, script, output_dir, force, to_stdout):
     """Generate ds_config.json (and accelerate_config.yaml, a hostfile, a SLURM script) sized to the GPUs.
 
     Chooses the least ZeRO sharding that fits with headroom, offload and gradient checkpointing only
@@ -86,21 +95,31 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
     _check_text(("--output-dir", output_dir), ("--script", script), ("--nvme-path", nvme_path))
     memory, name, bf16 = _hardware(gpu_name, gpu_mem)
-    model, default_model = _model(model_name, params, {"layers": layers, "hidden": hidden, "heads": heads,
-                                                       "kv_heads": kv_heads, "intermediate": intermediate,
-                                                       "vocab": vocab, "largest_layer": largest_layer})
+    flags = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "intermediate": intermediate,
+             "vocab": vocab, "largest_layer": largest_layer}
+    if model_factory is not None:
+        if model_name or params:
+            raise InputError("give --model-factory alone, without --model or --params")
+        sample_shape = _factory_input(model_factory, input_shape)
+        model, default_model = None, False
+    else:
+        model, default_model = _model(model_name, params, flags)
     request = planner.Request(
         model=model, gpu_memory=memory, gpus=gpus, nodes=nodes, gpu_name=name, bf16_supported=bf16,
         cpu_memory=_cpu_memory(cpu_mem), seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
         precision=precision, optimizer=optimizer, attention=attention, target=target, batchnorm=batchnorm,
         checkpointing=gradient_checkpointing, headroom=headroom / 100, nvme_path=nvme_path, template=template,
         default_model=default_model)
+    notes = inputs.params_note(params, flags)
     try:
+        if model_factory is not None:
+            request = _measured(request, model_factory, sample_shape, input_dtype)
         result = planner.plan(request)
     except planner.PlanError as error:
         raise InputError(str(error)) from None
     except planner.NoFit as error:
         raise InputError(error.reason) from None
+    result.notes[:0] = notes
 
     paths = _paths(output_dir, script)
     files = render.files(result, paths)
@@ -158,6 +177,31 @@ def _model(model_name, params, flags) -> tuple[shapes.ModelShape, bool]:
         return shape, False
     entry = catalog.CATALOG[DEFAULT_MODEL]
     return shapes.from_hf_config(entry.config, entry.name), True
+
+
+def _factory_input(spec: str, input_shape: str | None) -> tuple[int, ...]:
+    """A sample's shape from --input-shape (its batch is only an example: the plan chooses the micro batch)."""
+    try:
+        inputs.factory_spec(spec)
+        return inputs.input_shape(input_shape)[1:]
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
+
+
+def _measured(request, spec: str, sample_shape: tuple[int, ...], input_dtype: str):
+    """The request with the module measured in the precision the plan will choose, at micro batches 2 and 4
+    (the planner reads every other micro batch off the line through them, measured.Line), with and
+    without gradient checkpointing unless it is forced."""
+    from . import planner
+    precision, _ = planner.choose_precision(request)
+    checkpointing = (False, True) if request.checkpointing is None else (request.checkpointing,)
+    try:
+        module = inputs.module_profile(spec, sample_shape, batches=(2, 4), precision=precision,
+                                       input_dtype=input_dtype, attention=request.attention,
+                                       checkpointing=checkpointing)
+    except inputs.InputProblem as error:
+        raise InputError(str(error)) from None
+    return replace(request, model=measured.module_shape(module), module=module)
 
 
 def _cpu_memory(cpu_mem: str | None) -> int | None:

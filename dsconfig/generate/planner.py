@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import targets
 from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate, largest_fitting
+from ..estimate.measured import MODULE_FAMILY, ModuleProfile
 from ..estimate.memory import Buckets
 from ..estimate.shapes import ModelShape
 from ..values import divisors
@@ -113,10 +114,15 @@ class Request:
     nvme_path: str | None = None  # NVMe offload is a rung only when a path is given
     template: str | None = None  # force one rung (a SHAPES name)
     default_model: bool = False  # the model is DEFAULT_MODEL because none was given
+    module: ModuleProfile | None = None  # --model-factory: the measured module (`model` is its shape)
 
     @property
     def world_size(self) -> int:
         return self.gpus * self.nodes
+
+    @property
+    def has_batchnorm(self) -> bool:
+        return self.batchnorm or (self.module is not None and self.module.batchnorm > 0)
 
     @property
     def budget(self) -> int:
@@ -125,7 +131,7 @@ class Request:
 
     @property
     def min_micro(self) -> int:
-        return 2 if self.batchnorm else 1
+        return 2 if self.has_batchnorm else 1
 
 
 @dataclass(frozen=True)
@@ -199,10 +205,13 @@ def buckets_for(shape: Shape, model: ModelShape) -> Buckets:
 
     ZeRO-1/2: the templates' 5·10⁸-element buckets, overlap_comm off. ZeRO-3: the HF Trainer's
     "auto" values from the hidden size h (reduce h², prefetch int(0.9·h²), persistence 10·h),
-    overlap_comm on; the other targets get the same numbers written out.
+    overlap_comm on; the other targets get the same numbers written out. A --model-factory module
+    has no hidden size (the Trainer's fill raises for a config without one): DeepSpeed's defaults.
     """
     if shape.stage in (1, 2):
         return Buckets(reduce_bucket_size=STAGE12_BUCKET, allgather_bucket_size=STAGE12_BUCKET, overlap_comm=False)
+    if shape.stage == 3 and model.family == MODULE_FAMILY:
+        return Buckets(overlap_comm=True)
     if shape.stage == 3:
         h = max(1, model.hidden)
         return Buckets(reduce_bucket_size=h * h, prefetch_bucket_size=int(0.9 * h * h),
@@ -224,7 +233,8 @@ def setup_for(request: Request, shape: Shape, checkpointing: bool, precision: st
 
 
 def trial(request: Request, shape: Shape, checkpointing: bool, precision: str, micro: int) -> Trial:
-    result = estimate(request.model, setup_for(request, shape, checkpointing, precision, micro), Hardware())
+    result = estimate(request.model, setup_for(request, shape, checkpointing, precision, micro), Hardware(),
+                      module=request.module)
     gpu, cpu = result.per_gpu["total"], result.cpu_per_node
     fits_cpu = request.cpu_memory is None or cpu <= request.cpu_memory
     return Trial(shape, checkpointing, micro, gpu, cpu, gpu <= request.budget, fits_cpu)
@@ -291,7 +301,8 @@ def plan(request: Request) -> Plan:
 
     setup = setup_for(request, shape, checkpointing, precision, micro)
     final = estimate(request.model, setup, Hardware(gpu_memory=request.gpu_memory, cpu_memory=request.cpu_memory,
-                                                    gpu_name=request.gpu_name, bf16=request.bf16_supported))
+                                                    gpu_name=request.gpu_name, bf16=request.bf16_supported),
+                     module=request.module)
     reasons = {
         "zero": _zero_reason(request, trials, chosen),
         "offload": _offload_reason(request, trials, chosen),
@@ -324,7 +335,8 @@ def _check(request: Request) -> None:
     if not 0 <= request.headroom < 1:
         raise PlanError("--headroom must be a percentage from 0 to 99")
     if request.micro_batch is not None and request.micro_batch < request.min_micro:
-        raise PlanError(f"--micro-batch {request.micro_batch} with --batchnorm: a BatchNorm layer needs at least 2 "
+        which = "--batchnorm" if request.batchnorm else f"the model's {request.module.batchnorm} BatchNorm layers"
+        raise PlanError(f"--micro-batch {request.micro_batch} with {which}: a BatchNorm layer needs at least 2 "
                         "samples per GPU (\"Expected more than 1 value per channel when training\")")
     if request.global_batch is not None and request.global_batch < 1:
         raise PlanError("--global-batch must be at least 1")
@@ -375,7 +387,7 @@ def _split_batch(request: Request, fits, world: int):
     if wanted % world:
         why = f"not a multiple of the {world} GPUs"
     elif low > 1:
-        why = f"{wanted // world} samples per GPU have no divisor from {low} to {largest} (--batchnorm, what fits)"
+        why = f"{wanted // world} samples per GPU have no divisor from {low} to {largest} (BatchNorm, what fits)"
     else:
         why = f"{wanted // world} samples per GPU cannot be split into micro batches that fit"
     return micro, share // micro, chosen, False, nearest, largest, _not_exact(wanted, chosen, nearest, why)
@@ -437,7 +449,12 @@ def _checkpointing_reason(request: Request, trials: list[Trial], chosen: Trial) 
 
 def _notes(request: Request, shape: Shape, micro: int, precision: str) -> list[str]:
     notes = []
-    if micro == 1:
+    module = request.module
+    if module is not None and module.batchnorm:
+        notes.append(f"the model has {module.batchnorm} BatchNorm layer{'s' if module.batchnorm > 1 else ''}: the "
+                     "micro batch is never below 2 (one sample per GPU: \"Expected more than 1 value per channel "
+                     "when training\")")
+    if micro == 1 and module is None:
         notes.append("micro batch 1: a model with BatchNorm layers fails with \"Expected more than 1 value per "
                      "channel when training\"; pass --batchnorm to keep at least 2")
     if request.cpu_memory is None and shape.offloads:
@@ -466,7 +483,7 @@ def _no_fit_reason(request: Request, trials: list[Trial], precision: str, micro:
             hints.append(f"{more} nodes (ZeRO-3 fits there)")
         if request.micro_batch is not None and request.micro_batch > request.min_micro:
             hints.append("a smaller --micro-batch")
-        if request.seq_len > 512 and request.model.family != "vit":
+        if request.seq_len > 512 and request.model.family not in ("vit", MODULE_FAMILY):
             hints.append("a shorter --seq-len")
     else:
         text = (f"{model} does not fit {where}: {last.shape.label} needs {_gib(last.cpu_total)} of CPU memory per "

@@ -154,10 +154,12 @@ def ds_values(plan: Plan) -> dict:
         "param_buffer_size": nvme_param_buffer(request.model, request.world_size),
     }
     b = plan.buckets
+    # the Trainer fills these from model.config.hidden_size, which a --model-factory module lacks
+    sized = hf and request.module is None
     values.update({
-        "reduce_bucket_size": AUTO if hf else b.reduce_bucket_size,
-        "stage3_prefetch_bucket_size": AUTO if hf else b.prefetch_bucket_size,
-        "stage3_param_persistence_threshold": AUTO if hf else b.param_persistence_threshold,
+        "reduce_bucket_size": AUTO if sized else b.reduce_bucket_size,
+        "stage3_prefetch_bucket_size": AUTO if sized else b.prefetch_bucket_size,
+        "stage3_param_persistence_threshold": AUTO if sized else b.param_persistence_threshold,
     })
     return values
 
@@ -280,8 +282,10 @@ def script_settings(plan: Plan, paths: Paths) -> list[str]:
     """What the training script itself must set, for targets whose script owns the loop."""
     request = plan.request
     m, a = plan.micro_batch, plan.accumulation
-    ckpt = ["model.gradient_checkpointing_enable() (HF models; torch.utils.checkpoint otherwise)"] \
-        if plan.checkpointing else []
+    how = "model.gradient_checkpointing_enable() (HF models; torch.utils.checkpoint otherwise)"
+    if request.module is not None and request.module.checkpointing:
+        how = f"gradient checkpointing as measured: {request.module.checkpointing}"
+    ckpt = [how] if plan.checkpointing else []
     target = plan_target(plan)
     if target is ACCELERATE:
         return [f"DataLoader(batch_size={m}) passed to accelerator.prepare()",
