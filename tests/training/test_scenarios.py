@@ -1,5 +1,9 @@
 """The five batch failures of issue 13, reconstructed as projects (tests/fixtures/scenarios/) and linted with
-the commands their users would type. Each test also lints the corrected project: it must come out clean."""
+the commands their users would type. Each test also lints the corrected project: it must come out clean.
+
+The memory side of scenarios 2 and 5 (does the 850M UNet fit at 32 per GPU on 2 × H20; what fits the 1.27B
+UNet on one GPU) is `estimate`/`generate --model-factory`, tested end to end in
+tests/generate/test_generate_factory.py (test_scenario_2_..., test_scenario_5_...)."""
 
 from __future__ import annotations
 
