@@ -134,7 +134,7 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
             findings.extend(_split(root, entry, world_sizes, options.batchnorm))
         elif entry.kind == PER_DEVICE and world_sizes and _training(entry):
             findings.append(_global_batch(root, entry, world_sizes, options.world_source))
-        elif entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm:
+        if entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm:
             findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{dotted(entry.pointer)} is 1 per device and the model has "
                                                           "BatchNorm layers: the first training step fails with "
                                                           "\"Expected more than 1 value per channel when training\"; "

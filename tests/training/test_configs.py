@@ -169,8 +169,9 @@ def test_one_sample_per_device_with_batchnorm(tmp_path):
     # with BatchNorm the choices offered for an indivisible batch never go below 2 per GPU
     odd = lint(write(tmp_path, "odd.yaml", "global_batch_size: 5\n"), world_sizes=(4,), batchnorm=True)
     assert codes(odd) == ["DS208"] and odd[0].fix == "8" and "(1 per GPU)" not in odd[0].message
-    per_device = lint(write(tmp_path, "p.yaml", "train:\n  batch_size: 1\n"), batchnorm=True)
-    assert codes(per_device) == ["DS207"]
+    per_device = write(tmp_path, "p.yaml", "train:\n  batch_size: 1\n")
+    assert codes(lint(per_device, batchnorm=True)) == ["DS207"]
+    assert codes(lint(per_device, batchnorm=True, world_sizes=(2,))) == ["DS207"]  # at any world size
 
 
 def test_global_batch_at_the_world_size_launched(tmp_path):
