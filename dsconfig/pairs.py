@@ -164,12 +164,12 @@ def launched_world_sizes(sides: list[Side]) -> tuple[int, ...]:
 
 def launches(docs) -> list[tuple[str, int]]:
     """(path, world size) for every Accelerate YAML among `docs` that says how many processes it launches."""
-    from .accelerate.check import launched_world_size
-    from .accelerate.launch import Replay
     found = []
     for doc in docs:
         if doc.kind != "accelerate" or doc.format != "yaml" or not doc.loaded or not isinstance(doc.value, dict):
             continue
+        from .accelerate.check import launched_world_size  # only when there is an Accelerate YAML
+        from .accelerate.launch import Replay
         size = launched_world_size(Replay(doc.value, doc.yaml11_booleans))
         if size:
             found.append((doc.path, size))

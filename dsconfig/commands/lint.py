@@ -271,9 +271,9 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
 
 def _training_options(options, settings, framework, batchnorm, batch_keys):
     """--framework, --batchnorm and --batch-key over what the configuration file says."""
-    from ..training.names import parse_batch_key
     parsed = []
     for text in batch_keys:
+        from ..training.names import parse_batch_key
         try:
             parsed.append(parse_batch_key(text))
         except ValueError as error:
