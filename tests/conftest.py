@@ -61,6 +61,20 @@ def corpus_files(kind: str | None = None, source: str = "all") -> list[tuple[Pat
     return rows
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_stay_under_pytest(tmp_path_factory):
+    """The oracles leave files in the system's temporary folder: torchrun's DefaultLogsSpecs makes a
+    /tmp/torchelastic_* folder each time Accelerate builds a multi-GPU launch environment, and never
+    removes it (about 1,400 per run). Keep everything under pytest's temporary folder, which it prunes."""
+    import tempfile
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tmp"))
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+
+
 @pytest.fixture
 def corpus():
     """Every corpus file: the project's fixtures, plus ../shared/corpus when available."""
