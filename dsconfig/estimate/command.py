@@ -139,6 +139,8 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
     except ValueError as error:
         raise InputError(str(error)) from None
     result.notes[:0] = notes
+    from .remedies import remedies
+    result.remedies = remedies(result, measured)
     if output_format == "json":
         click.echo(escape.json_text(report.as_json(result)), nl=False)
     else:

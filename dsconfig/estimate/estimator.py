@@ -87,6 +87,7 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # why the setup cannot train whatever the memory
     module: ModuleProfile | None = None  # what --model-factory measured
+    remedies: list[str] = field(default_factory=list)  # what would make it fit (estimate.remedies)
 
     @property
     def total(self) -> int:

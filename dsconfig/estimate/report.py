@@ -100,6 +100,9 @@ def table(e: Estimate) -> str:
         out.append(f"fits: {'yes' if e.fits else 'no'}")
     if e.max_micro_batch is not None:
         out.append(f"largest micro batch that fits: {e.max_micro_batch}")
+    if e.remedies:
+        out.append("to fit, any one of:")
+        out += [f"  {remedy}" for remedy in e.remedies]
     out += [f"error: {error}" for error in e.errors]
     out += [f"note: {note}" for note in e.notes]
     return "\n".join(out) + "\n"
@@ -142,6 +145,7 @@ def as_dict(e: Estimate) -> dict:
         "overhead_bytes": dict(e.overhead),
         "activation_bytes": {"kept_after_forward": e.activations.kept, "recomputed_layer": e.activations.recompute,
                              "loss": e.activations.loss},
+        "remedies": list(e.remedies),
         "errors": list(e.errors),
         "notes": list(e.notes),
     }
