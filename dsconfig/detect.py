@@ -26,6 +26,10 @@ _DEEPSPEED_ONLY = frozenset({
 })
 # Keys DeepSpeed shares with training-argument files; they count only as object-valued sections.
 _SHARED_SECTIONS = frozenset({"fp16", "bf16", "optimizer", "scheduler", "pipeline"})
+# DeepSpeed sections whose names other projects' configs use for flags or paths (coqui TTS writes
+# `"checkpoint": true`, many write `"wandb": false`): they count only as objects, as DeepSpeed writes them.
+_SECTION_WORDS = frozenset({"checkpoint", "wandb", "tensorboard", "comet", "compile", "timers", "aio", "amp",
+                            "autotuning", "elasticity"})
 # Keys that mark HF TrainingArguments-style files.
 _TRAINING_ARGS = frozenset({
     "per_device_train_batch_size", "per_device_eval_batch_size", "learning_rate", "output_dir",
@@ -45,7 +49,8 @@ _ACCELERATE_NAME = re.compile(r"accelerate|deepspeed|fsdp|zero|(^|[^a-z])ds", re
 
 
 def _deepspeed_score(value: dict, filename: str) -> bool:
-    strong = sum(1 for key in value if key in _DEEPSPEED_ONLY)
+    strong = sum(1 for key in value if key in _DEEPSPEED_ONLY
+                 and (key not in _SECTION_WORDS or isinstance(value[key], dict)))
     strong += sum(1 for key in _SHARED_SECTIONS if isinstance(value.get(key), dict))
     training = sum(1 for key in value if key in _TRAINING_ARGS)
     if strong == 0:

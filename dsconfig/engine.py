@@ -430,6 +430,7 @@ def _cite_batchnorm(findings: list[Finding], evidence) -> None:
     file, line, column, _ = evidence
     for finding in findings:
         if finding.code == "DS207" and not finding.related:
+            finding.message += f" (BatchNorm found in a linted script: {file}:{line})"
             finding.related = ((file, line, column, "BatchNorm layer built here: one sample per device fails in it"),)
 
 
@@ -489,8 +490,10 @@ def unused_options(doc: Document, options: Options, findings: list[Finding]) -> 
         given.append(("dataset_size", f"--dataset-size {options.dataset_size}"))
     if options.batchnorm:
         given.append(("batchnorm", "--batchnorm"))
-    if not given or (doc.path in options.found and any(f.rule is NOT_A_CONFIG for f in findings)):
-        return []
+    walked = doc.path in options.found
+    if not given or (walked and (any(f.rule is NOT_A_CONFIG for f in findings)
+                                 or (doc.kind == "other" and not doc.checked_with))):
+        return []  # a walk passes what is no config (a pyproject.toml) in silence
     checked = set(doc.checked_with)
     if doc.kind == "accelerate" and (options.gpus or len(options.world_sizes or ()) == 1):
         checked.add("world_sizes")  # compared with the processes the YAML launches

@@ -134,7 +134,8 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
             findings.extend(_split(root, entry, world_sizes, options.batchnorm))
         elif entry.kind == PER_DEVICE and world_sizes and _training(entry):
             findings.append(_global_batch(root, entry, world_sizes, options.world_source))
-        if entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm:
+        # evaluation batches are exempt: BatchNorm in eval mode uses its running statistics
+        if entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm and _training(entry):
             findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{dotted(entry.pointer)} is 1 per device and the model has "
                                                           "BatchNorm layers: the first training step fails with "
                                                           "\"Expected more than 1 value per channel when training\"; "
@@ -249,7 +250,8 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
     accumulation = _accumulation(root, entry)
     accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else None
     per_device = _per_device_sibling(root, entry)
-    least = 2 if batchnorm else 1
+    training = _training(entry)  # evaluation batches: BatchNorm in eval mode uses its running statistics
+    least = 2 if batchnorm and training else 1
     findings = []
     for world in world_sizes:
         if per_device is not None and accum is not None:
@@ -280,7 +282,7 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
                 fix=str(_nearest(total, step, least * world * (accum or 1)))))
             continue
         each = total // (world * (accum or 1))
-        if each == 1 and per_device is None:  # a per-device key written next to it is checked on its own
+        if each == 1 and per_device is None and training:  # a per-device key next to it is checked on its own
             message = (f"{name} {total} over {world} GPUs" + (f" × {accum} accumulation steps" if accum else "")
                        + " leaves 1 sample per device per step")
             if batchnorm:

@@ -172,6 +172,9 @@ def test_one_sample_per_device_with_batchnorm(tmp_path):
     per_device = write(tmp_path, "p.yaml", "train:\n  batch_size: 1\n")
     assert codes(lint(per_device, batchnorm=True)) == ["DS207"]
     assert codes(lint(per_device, batchnorm=True, world_sizes=(2,))) == ["DS207"]  # at any world size
+    # evaluation batches are exempt: BatchNorm in eval mode normalises with its running statistics
+    evaluation = write(tmp_path, "e.yaml", "train:\n  batch_size: 8\n  eval_batch_size: 1\nval:\n  global_batch_size: 2\n")
+    assert codes(lint(evaluation, batchnorm=True, world_sizes=(2,))) == []
 
 
 def test_global_batch_at_the_world_size_launched(tmp_path):
