@@ -104,7 +104,7 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             reported = len(problems)
             walked = _walk(path, exclude, gitignore, problems, allowed)
             if not walked and len(problems) == reported:
-                raise UsageError(f"{path}: no .json, .yaml, .yml or .py file to lint in this folder or below it")
+                raise UsageError(f"{path}: no .json, .yaml, .yml, .toml or .py file to lint in this folder or below it")
             files.extend(walked)
             found.extend(walked)
             roots.append(path)
