@@ -56,9 +56,13 @@ def decode_source(data: bytes) -> str:
 
 
 def parse(text: str, path: str) -> ast.Module:
-    """The module's AST; Unreadable for a syntax error or a nesting Python itself refuses."""
+    """The module's AST; Unreadable for a syntax error or a nesting Python itself refuses. The compiler's
+    SyntaxWarnings (`1if x`, an invalid escape sequence) are the script's business, not lint output."""
+    import warnings
     try:
-        return ast.parse(text, filename=path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except SyntaxError as error:
         line = error.lineno or 1
         column = error.offset or 1

@@ -331,3 +331,16 @@ def test_a_folder_of_scripts_only_is_linted(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(lint_command, ["src", "--no-config"])
     assert result.exit_code == 0, result.output
+
+
+def test_the_compilers_syntax_warnings_are_not_printed(tmp_path):
+    """`1if x` and "\\d" make Python warn while it parses; a lint run prints only its own lines."""
+    import subprocess
+    import sys
+    script = tmp_path / "train.py"
+    script.write_text('from torch.utils.data import DataLoader\nx = 1if True else 2\ny = "\\\\d"\n'
+                      "DataLoader(d, batch_size=8)\n")
+    result = subprocess.run([sys.executable, "-W", "default", "-m", "dsconfig", "lint", "--no-config", str(script)],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and "Warning" not in result.stderr, result.stderr
+    assert result.stderr.strip() == "no problems in 1 file"
