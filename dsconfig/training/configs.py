@@ -182,7 +182,7 @@ def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
         what = "zero" if value == 0 else "negative"
     else:
         what = f"a {type(value).__name__}"
-    via = f" (from {entry.written})" if entry.written is not value else ""
+    via = f" (from {brief(entry.written)})" if entry.written is not value else ""
     message = (f"{name} is {brief(value)}{via}: {what}. PyTorch's DataLoader raises \"ValueError: batch_size should "
                f"be a positive integer value\", and code that multiplies a list by it raises TypeError")
     if fix is not None:

@@ -106,7 +106,7 @@ def test_interpolations_resolve_within_the_file(tmp_path):
     found = lint(write(tmp_path, "train.yaml", text))
     assert [(f.code, f.pointer, f.fix) for f in found] == [
         ("DS006", "/train/batch_size", "7"), ("DS006", "/data/bs", None), ("DS006", "/data/local_bs", None)]
-    assert "(from ${train.batch_size})" in found[1].message
+    assert "(from \"${train.batch_size}\")" in found[1].message
     assert lint(write(tmp_path, "ok.yaml", "train:\n  batch_size: 8\ndata:\n  bs: ${train.batch_size}\n")) == []
 
 
