@@ -7,6 +7,7 @@ engine and `--fix` use only what the base class promises:
                                of it ("deepspeed", "accelerate", "other") and "json" or "yaml"
   reading(loader)              (loaded, value) as a loader reads the file
   as_written                   the value the positions index, with the types as written
+  tree                         (read, as_written): whether any reading succeeded (training configs)
   load_error                   (message, offset) when the file's usual loader fails, else None
   duplicates, yaml11_booleans  keys written twice; plain YAML 1.1 words read as booleans
   position(offset)             line and column of a text offset
@@ -73,6 +74,11 @@ class Document:
     def extent(self, pointer: str, on_key: bool = False) -> tuple[int, int] | None:
         raise NotImplementedError
 
+    @property
+    def tree(self) -> tuple[bool, object]:
+        """(read, value): the file's contents with the types as written, by whichever reading succeeded."""
+        raise NotImplementedError
+
     # -- shared ------------------------------------------------------------------------------------
 
     def position(self, offset: int) -> tuple[int, int]:
@@ -94,6 +100,32 @@ class Document:
             if not probe:
                 return (1, 1)
             probe = probe.rsplit("/", 1)[0]
+
+
+class LoadedDocument(Document):
+    """A file that one loader reads (YAML, TOML): `loaded`, `value` and `error` are what it returned or raised."""
+
+    def __init__(self, path: str, text: str):
+        super().__init__(path, text)
+        self.value = None
+        self.loaded = False
+        self.error: LoadError | None = None
+
+    def reading(self, loader: str = "") -> tuple[bool, object]:
+        """(loaded, value): one loader, whatever `loader` asks for."""
+        return self.loaded, self.value
+
+    @property
+    def as_written(self):
+        return self.value
+
+    @property
+    def load_error(self) -> LoadError | None:
+        return self.error
+
+    @property
+    def tree(self) -> tuple[bool, object]:
+        return self.loaded, self.value
 
 
 def _long_integer_offset(text: str) -> int:
@@ -160,6 +192,10 @@ class JsonDocument(Document):
     @property
     def duplicates(self) -> list:
         return self.scan.duplicates if self.scan is not None else []
+
+    @property
+    def tree(self) -> tuple[bool, object]:
+        return self.scan is not None or self.json_error is None, self.as_written
 
     def extent(self, pointer: str, on_key: bool = False) -> tuple[int, int] | None:
         span = self.spans.get(pointer)

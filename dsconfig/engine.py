@@ -401,7 +401,7 @@ def _config_values(docs, options: Options) -> dict[str, object]:
     for doc in docs:
         if doc.kind != "other":
             continue
-        loaded, value = doc.reading(doc.format) if doc.format != "json" else (True, doc.as_written)
+        loaded, value = doc.tree
         if not loaded or not isinstance(value, dict):
             continue
         for key, item in config_values(value, options.framework, options.batch_keys).items():
@@ -417,10 +417,8 @@ def _unused_by_scripts(result, options: Options) -> list[Finding]:
     for path, used in result.used.items():
         if path in options.found:
             continue
-        doc = Document(path, "")
-        doc.kind, doc.checked_with = "script", used
-        for finding in unused_options(doc, options, []):
-            finding.file, finding.line, finding.column = path, 1, 1
+        for finding in _option_warning(options, used, "script"):
+            finding.file = path  # file-level: line 1, column 1
             out.append(finding)
     return out
 
@@ -482,6 +480,17 @@ def unused_options(doc: Document, options: Options, findings: list[Finding]) -> 
     """DS010 for each run option given that no check of this file used: never a silent pass.
 
     Files a walk found and skipped as no config (DS005) are left alone; a named file always gets it."""
+    walked = doc.path in options.found
+    if walked and (any(f.rule is NOT_A_CONFIG for f in findings) or (doc.kind == "other" and not doc.checked_with)):
+        return []  # a walk passes what is no config (a pyproject.toml) in silence
+    checked = set(doc.checked_with)
+    if doc.kind == "accelerate" and (options.gpus or len(options.world_sizes or ()) == 1):
+        checked.add("world_sizes")  # compared with the processes the YAML launches
+    return _option_warning(options, checked, doc.kind)
+
+
+def _option_warning(options: Options, checked, kind: str) -> list[Finding]:
+    """DS010 naming the run options given that are not in `checked` (unplaced), or nothing."""
     given = []
     if options.world_sizes:
         given.append(("world_sizes", f"--gpus {options.gpus}" + (f" --nodes {options.nodes}" if options.nodes else "")
@@ -490,20 +499,13 @@ def unused_options(doc: Document, options: Options, findings: list[Finding]) -> 
         given.append(("dataset_size", f"--dataset-size {options.dataset_size}"))
     if options.batchnorm:
         given.append(("batchnorm", "--batchnorm"))
-    walked = doc.path in options.found
-    if not given or (walked and (any(f.rule is NOT_A_CONFIG for f in findings)
-                                 or (doc.kind == "other" and not doc.checked_with))):
-        return []  # a walk passes what is no config (a pyproject.toml) in silence
-    checked = set(doc.checked_with)
-    if doc.kind == "accelerate" and (options.gpus or len(options.world_sizes or ()) == 1):
-        checked.add("world_sizes")  # compared with the processes the YAML launches
     unused = [words for option, words in given if option not in checked]
     if not unused:
         return []
-    why = _NOTHING_USES.get(doc.kind, "no check of this kind of file uses it")
+    why = _NOTHING_USES.get(kind, "no check of this kind of file uses it")
+    it = "it" if len(unused) == 1 else "them"
     return [Finding(OPTION_UNUSED, f"{' and '.join(unused)} {'was' if len(unused) == 1 else 'were'} given, but no check "
-                                   f"of this file uses {'it' if len(unused) == 1 else 'them'} ({why}): nothing here was "
-                                   "checked against {}".format('it' if len(unused) == 1 else 'them'))]
+                                   f"of this file uses {it} ({why}): nothing here was checked against {it}")]
 
 
 def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Finding], Document | None]:

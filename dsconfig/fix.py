@@ -43,7 +43,7 @@ from typing import Callable, NamedTuple
 
 from .boundary import Boundary, special
 from .findings import Finding
-from .pointers import pointer_from, pointer_join, pointer_tokens
+from .pointers import MISSING, pointer_from, pointer_join, pointer_tokens, value_at
 from .rules.accelerate_keys import (
     DISTRIBUTED_TYPE,
     INVALID_SETTING,
@@ -120,7 +120,7 @@ def plan(finding: Finding, doc) -> FixInfo:
         if not tokens or not isinstance(new_value, str):
             return _no_edit(finding)
         parent_pointer = pointer[:pointer.rfind("/")]
-        parent = _value_at(root, tokens[:-1])
+        parent = value_at(root, tokens[:-1])
         if isinstance(parent, dict) and new_value in parent and new_value != tokens[-1]:
             return _no_edit(finding)  # the new key is there already: a rename would duplicate it
         located = _yaml_key(doc, pointer, new_value) if is_yaml else _json_key(doc, pointer, new_value)
@@ -128,36 +128,21 @@ def plan(finding: Finding, doc) -> FixInfo:
             return _no_edit(finding)
         edit, old = located
         touched = pointer_join(parent_pointer, new_value)
-        safe = _is_safe(finding, _value_at(root, tokens), new_value, root)
+        safe = _is_safe(finding, value_at(root, tokens), new_value, root)
         return FixInfo(edit, safe, touched, f"rename `{old}` to `{edit.text}`", old, "rename")
     located = _yaml_value(doc, pointer, new_value, finding.fix) if is_yaml else _json_value(doc, pointer, finding.fix)
     if located is not None:
         edit, old = located
-        safe = _is_safe(finding, _value_at(root, tokens), new_value, root)
+        safe = _is_safe(finding, value_at(root, tokens), new_value, root)
         if old == edit.text:
             return FixInfo(None, safe, pointer, f"write `{_short(finding.fix)}`", old, "none")
         return FixInfo(edit, safe, pointer, f"replace `{_short(old)}` with `{_short(edit.text)}`", old, "replace")
     if not is_yaml and tokens:
         edit = _json_insert(doc, root, tokens, finding.fix)
         if edit is not None:
-            safe = _is_safe(finding, _MISSING, new_value, root)
+            safe = _is_safe(finding, MISSING, new_value, root)
             return FixInfo(edit, safe, pointer, f"add `{_short(edit.text.strip().lstrip(','). strip())}`", "", "insert")
     return _no_edit(finding)
-
-
-_MISSING = object()
-
-
-def _value_at(root, tokens):
-    node = root
-    for token in tokens:
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return _MISSING
-    return node
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -187,7 +172,7 @@ def _json_value(doc, pointer: str, fix: str):
 def _json_insert(doc, root, tokens: list[str], fix: str) -> Edit | None:
     """`"key": fix` after the last member of the parent object (absent key, parent present)."""
     parent_tokens, key = tokens[:-1], tokens[-1]
-    parent = _value_at(root, parent_tokens)
+    parent = value_at(root, parent_tokens)
     if not isinstance(parent, dict) or key in parent:
         return None
     parent_pointer = pointer_from(parent_tokens)
@@ -298,7 +283,7 @@ def _is_safe(finding: Finding, original, new_value, root) -> bool:
 
 def _same_value(original, new) -> bool:
     """Whether `new` is a re-spelling of `original`: the same number, or the same word in another case."""
-    if original is _MISSING or isinstance(original, bool) or isinstance(new, bool):
+    if original is MISSING or isinstance(original, bool) or isinstance(new, bool):
         return False
     if isinstance(original, str) and isinstance(new, str):
         return original.strip().lower() == new.lower()

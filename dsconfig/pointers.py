@@ -30,3 +30,19 @@ def pointer_tokens(pointer: str) -> list[str]:
 def dotted(pointer: str) -> str:
     """`/zero_optimization/offload_param/device` -> `zero_optimization.offload_param.device`."""
     return ".".join(pointer_tokens(pointer)) or "(top level)"
+
+
+MISSING = object()  # what value_at returns where nothing is
+
+
+def value_at(root, tokens):
+    """The value the reference tokens lead to in a loaded tree (list indexes as digits), else MISSING."""
+    node = root
+    for token in tokens:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and isinstance(token, str) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return MISSING
+    return node

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .document import Document, LoadError
+from .document import LoadedDocument, LoadError
 from .pointers import pointer_from
 from .yamldoc import Span
 
@@ -35,7 +35,7 @@ def _parts(dotted_key: str) -> list[str]:
     return parts
 
 
-class TomlDocument(Document):
+class TomlDocument(LoadedDocument):
     """One TOML input: `loaded` and `value` are what tomllib.loads returns (or that it raises)."""
 
     format = "toml"
@@ -44,13 +44,10 @@ class TomlDocument(Document):
         super().__init__(path, text)
         import tomllib
         try:
-            self.value = tomllib.loads(text)
-            self.loaded, self.error = True, None
+            self.value, self.loaded = tomllib.loads(text), True
         except tomllib.TOMLDecodeError as error:
-            self.value, self.loaded = None, False
             self.error = LoadError(str(error), _error_offset(text, str(error)))
         except RecursionError:
-            self.value, self.loaded = None, False
             self.error = LoadError("nested too deeply for tomllib (RecursionError)", 0)
         self._spans: dict | None = None
 
@@ -59,17 +56,6 @@ class TomlDocument(Document):
         if self._spans is None:
             self._spans = self._index() if self.loaded else {}
         return self._spans
-
-    def reading(self, loader: str = "toml") -> tuple[bool, object]:
-        return self.loaded, self.value
-
-    @property
-    def as_written(self):
-        return self.value
-
-    @property
-    def load_error(self) -> LoadError | None:
-        return self.error
 
     @property
     def duplicates(self) -> list:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .document import Document, LoadError
+from .document import LoadedDocument, LoadError
 from .pointers import pointer_join
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -40,16 +40,13 @@ class Duplicate(NamedTuple):
     first_key_start: int
 
 
-class YamlDocument(Document):
+class YamlDocument(LoadedDocument):
     """One YAML input. `loaded` and `value` are what `yaml.safe_load` returns (or that it raises)."""
 
     format = "yaml"
 
     def __init__(self, path: str, text: str, fast: bool = True):
         super().__init__(path, text)
-        self.value = None
-        self.loaded = False
-        self.error: LoadError | None = None
         self._duplicates: list[Duplicate] = []
         self._booleans: dict[str, str] = {}  # pointer -> the word (`no`, `Off`, ...) safe_load made a bool
         self._spans: dict[str, Span] = {}
@@ -61,18 +58,6 @@ class YamlDocument(Document):
     @property
     def spans(self) -> dict:
         return self._spans
-
-    def reading(self, loader: str = "yaml") -> tuple[bool, object]:
-        """(loaded, value): YAML has one loader, whatever `loader` asks for."""
-        return self.loaded, self.value
-
-    @property
-    def as_written(self):
-        return self.value
-
-    @property
-    def load_error(self) -> LoadError | None:
-        return self.error
 
     @property
     def duplicates(self) -> list:

@@ -282,6 +282,20 @@ UNREADABLE_FILE = Rule(
     exclude what is not a config (`--exclude`, `exclude = [...]`).""",
 )
 
+# An Accelerate YAML in one folder naming the ds_config.json in another (DS009's examples).
+_SPLIT_LAUNCH = (
+    ("accelerate/zero2.yaml", """
+        compute_environment: LOCAL_MACHINE
+        distributed_type: DEEPSPEED
+        num_processes: 8
+        deepspeed_config:
+          deepspeed_config_file: ../deepspeed/zero2.json
+        """),
+    ("deepspeed/zero2.json", """
+        {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
+        """),
+)
+
 REFERENCE_NOT_FOLLOWED = Rule(
     "DS009", "reference-not-followed", ERROR,
     summary="A config names a file dsconfig will not read or quote: outside the linted paths, or no config",
@@ -297,30 +311,9 @@ REFERENCE_NOT_FOLLOWED = Rule(
     what it was asked to lint, so the GitHub Action and pre-commit hook are safe on untrusted changes. It is an
     error because the launch it describes was not checked: CI must not pass it as clean.""",
     fails_in=(SILENT,),
-    failing=folder(
-        ("accelerate/zero2.yaml", """
-            compute_environment: LOCAL_MACHINE
-            distributed_type: DEEPSPEED
-            num_processes: 8
-            deepspeed_config:
-              deepspeed_config_file: ../deepspeed/zero2.json
-            """),
-        ("deepspeed/zero2.json", """
-            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
-            """),
-        lint=("accelerate",)),
-    passing=folder(
-        ("accelerate/zero2.yaml", """
-            compute_environment: LOCAL_MACHINE
-            distributed_type: DEEPSPEED
-            num_processes: 8
-            deepspeed_config:
-              deepspeed_config_file: ../deepspeed/zero2.json
-            """),
-        ("deepspeed/zero2.json", """
-            {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}
-            """),
-        lint=("accelerate", "deepspeed"), note="Both folders are linted, so the pair is checked."),
+    failing=folder(*_SPLIT_LAUNCH, lint=("accelerate",)),
+    passing=folder(*_SPLIT_LAUNCH, lint=("accelerate", "deepspeed"),
+                   note="Both folders are linted, so the pair is checked."),
     fix="""Lint the folder that holds both files (`dsconfig lint .`), or add the JSON's folder: `dsconfig lint
     accelerate deepspeed`, or `--allow-read deepspeed`. A name under /proc, /sys or /dev is never a config.""",
 )

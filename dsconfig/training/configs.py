@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ..findings import Finding
 from ..phases import SILENT, STEP
-from ..pointers import dotted, pointer_join, pointer_tokens
+from ..pointers import MISSING, dotted, pointer_from, pointer_join, pointer_tokens, value_at
 from ..rules.batch import BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH, GLOBAL_BATCH_INDIVISIBLE, MICRO_BATCH_ONE
 from ..rules.files import NON_INTEGER_BATCH_SIZE
 from ..rules.integration import STEPS_PER_EPOCH
@@ -94,16 +94,10 @@ def _resolve(root, pointer: str, value, hops: int = 0):
         base = pointer_tokens(pointer)[:-1]
         base = base[:len(base) - (len(dots) - 1)] if len(dots) > 1 else base
         tokens = base + tokens
-    node = root
-    for token in tokens:
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return value
-    target = "/" + "/".join(tokens)
-    return _resolve(root, target, node, hops + 1)
+    node = value_at(root, tokens)
+    if node is MISSING:
+        return value
+    return _resolve(root, pointer_from(tokens), node, hops + 1)
 
 
 def config_values(root, framework: str | None = None, batch_keys=()) -> dict[str, object]:
@@ -238,10 +232,7 @@ def _per_device_sibling(root, entry: Entry) -> tuple[str, int] | None:
 
 
 def _parent(root, entry: Entry) -> dict:
-    parent = root
-    for token in pointer_tokens(entry.pointer)[:-1]:
-        parent = parent[int(token)] if isinstance(parent, list) else parent[token]
-    return parent
+    return value_at(root, pointer_tokens(entry.pointer)[:-1])  # the mapping batch_entries found the key in
 
 
 def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:

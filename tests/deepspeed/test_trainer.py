@@ -78,6 +78,14 @@ def real_steps(args, dataset_size: int | None, world: int) -> int | None:
         return args.max_steps
     if dataset_size is None:
         return None
+    try:
+        return initial_steps(args, dataset_size, world)
+    except ValueError:  # an empty per-GPU dataloader: the Trainer stops before DeepSpeed
+        return None
+
+
+def initial_steps(args, dataset_size: int, world: int) -> int:
+    """Trainer.set_initial_training_values on rank 0's prepared loader (its errors raised as they are)."""
     data = list(range(dataset_size))
     loader = DataLoader(data, batch_size=args.train_batch_size, sampler=RandomSampler(data),
                         drop_last=args.dataloader_drop_last)
@@ -86,10 +94,7 @@ def real_steps(args, dataset_size: int | None, world: int) -> int | None:
     stub.model, stub.args, stub.is_deepspeed_enabled = None, args, True
     stub.accelerator = SimpleNamespace(parallelism_config=None)
     stub._train_batch_size = args.train_batch_size
-    try:
-        return Trainer.set_initial_training_values(stub, args, prepared)[-1]
-    except ValueError:  # an empty per-GPU dataloader: the Trainer stops before DeepSpeed
-        return None
+    return Trainer.set_initial_training_values(stub, args, prepared)[-1]
 
 
 class Real:
@@ -484,16 +489,8 @@ def _train_start_fails(targs: dict, n: int = 1000, world: int = 2) -> bool:
     trainer_config_finalize fills."""
     WorldArgs.fake_world = world
     args = WorldArgs(output_dir=OUTPUT_DIR, use_cpu=True, report_to=[], per_device_train_batch_size=4, **targs)
-    data = list(range(n))
-    loader = DataLoader(data, batch_size=args.train_batch_size, sampler=RandomSampler(data))
-    prepared = prepare_data_loader(loader, num_processes=world, process_index=0, put_on_device=False)
-    stub = object.__new__(Trainer)
-    stub.model, stub.args, stub.is_deepspeed_enabled = None, args, True
-    stub.accelerator = SimpleNamespace(parallelism_config=None)
-    stub._train_batch_size = args.train_batch_size
     try:
-        steps = Trainer.set_initial_training_values(stub, args, prepared)[-1]
-        args.get_warmup_steps(steps)
+        args.get_warmup_steps(initial_steps(args, n, world))
     except (ValueError, OverflowError):
         return True
     return False

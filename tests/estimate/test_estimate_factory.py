@@ -6,16 +6,12 @@ other batch sizes)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from click.testing import CliRunner
-
 from dsconfig.estimate import profile
-from dsconfig.estimate.command import estimate
+from tests.estimate.test_estimate_cli import run, run_json
 from tests.estimate_harness import models, unet
 
 UNET = "tests.estimate_harness.unet:unet_tiny"
@@ -25,15 +21,6 @@ CNN = "tests.estimate_harness.models:cnn"
 LLM_FIELDS = ("layers", "hidden_size", "attention_heads", "key_value_heads", "intermediate_size", "vocab_size",
               "tied_embeddings")
 
-
-def run(*args):
-    return CliRunner().invoke(estimate, [str(a) for a in args], prog_name="dsconfig estimate")
-
-
-def run_json(*args):
-    result = run(*args, "--format", "json")
-    assert result.exit_code in (0, 1), result.output
-    return json.loads(result.stdout), result.exit_code
 
 
 def largest_block_by_hooks(model, blocks, x) -> int:

@@ -7,13 +7,8 @@ import json
 import shlex
 
 import pytest
-from click.testing import CliRunner
 
-from dsconfig.estimate.command import estimate
-
-
-def run(*args):
-    return CliRunner().invoke(estimate, [str(a) for a in args], prog_name="dsconfig estimate")
+from tests.estimate.test_estimate_cli import run
 
 
 def with_remedy(args: list[str], remedy: str) -> list[str]:
