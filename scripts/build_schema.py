@@ -137,33 +137,36 @@ def _quiet_deepspeed():
     logger.setLevel(logging.ERROR)
 
 
+# Config key -> (module, class) of every pydantic section DeepSpeedConfig may build. Older releases
+# lack some (fp16/bf16 were read with dict.get before 0.16.x): a class a release does not have is skipped.
+SECTIONS = {
+    "zero_optimization": ("deepspeed.runtime.zero.config", "DeepSpeedZeroConfig"),
+    "fp16": ("deepspeed.runtime.precision_config", "DeepSpeedFP16Config"),
+    "bf16": ("deepspeed.runtime.precision_config", "DeepSpeedBF16Config"),
+    "bfloat16": ("deepspeed.runtime.precision_config", "DeepSpeedBF16Config"),
+    "tensorboard": ("deepspeed.monitor.config", "TensorBoardConfig"),
+    "wandb": ("deepspeed.monitor.config", "WandbConfig"),
+    "csv_monitor": ("deepspeed.monitor.config", "CSVConfig"),
+    "comet": ("deepspeed.monitor.config", "CometConfig"),
+    "comms_logger": ("deepspeed.comm.config", "CommsLoggerConfig"),
+    "hybrid_engine": ("deepspeed.runtime.config", "HybridEngineConfig"),
+    "compile": ("deepspeed.compile.config", "CompileConfig"),
+    "timers/throughput": ("deepspeed.utils.config", "DeepSpeedThroughputTimerConfig"),
+    "tensor_parallel": ("deepspeed.runtime.tensor_parallel.config", "TPTrainingConfig"),
+    "weight_quantization": ("deepspeed.inference.config", "WeightQuantConfig"),
+}
+
+
 def _sections():
-    """(config key, model class) for every pydantic section DeepSpeedConfig builds."""
-    from deepspeed.comm.config import CommsLoggerConfig
-    from deepspeed.compile.config import CompileConfig
-    from deepspeed.inference.config import WeightQuantConfig
-    from deepspeed.monitor.config import CometConfig, CSVConfig, TensorBoardConfig, WandbConfig
-    from deepspeed.runtime.config import HybridEngineConfig
-    from deepspeed.runtime.precision_config import DeepSpeedBF16Config, DeepSpeedFP16Config
-    from deepspeed.runtime.tensor_parallel.config import TPTrainingConfig
-    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
-    from deepspeed.utils.config import DeepSpeedThroughputTimerConfig
-    return {
-        "zero_optimization": DeepSpeedZeroConfig,
-        "fp16": DeepSpeedFP16Config,
-        "bf16": DeepSpeedBF16Config,
-        "bfloat16": DeepSpeedBF16Config,
-        "tensorboard": TensorBoardConfig,
-        "wandb": WandbConfig,
-        "csv_monitor": CSVConfig,
-        "comet": CometConfig,
-        "comms_logger": CommsLoggerConfig,
-        "hybrid_engine": HybridEngineConfig,
-        "compile": CompileConfig,
-        "timers/throughput": DeepSpeedThroughputTimerConfig,
-        "tensor_parallel": TPTrainingConfig,
-        "weight_quantization": WeightQuantConfig,
-    }
+    """(config key, model class) for every pydantic section this release's DeepSpeedConfig builds."""
+    import importlib
+    found = {}
+    for key, (module, name) in SECTIONS.items():
+        try:
+            found[key] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    return found
 
 
 # -- attribute docstrings -------------------------------------------------------------------------
@@ -420,7 +423,9 @@ def _walk_types(tp):
 
 def _removed_keys():
     from deepspeed.runtime import config as ds_config
-    return ds_config._REMOVED_TOP_LEVEL_CONFIG_KEYS, ds_config._REMOVED_ZERO_CONFIG_KEYS
+    # Before 0.19.7 DeepSpeed refused no block by name.
+    return (getattr(ds_config, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {}),
+            getattr(ds_config, "_REMOVED_ZERO_CONFIG_KEYS", {}))
 
 
 def _removed(message: str) -> dict:

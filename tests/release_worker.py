@@ -1,0 +1,99 @@
+"""One DeepSpeed release as an oracle process: reads requests on stdin, answers on stdout.
+
+Run with PYTHONPATH=<folder holding that release's deepspeed package> (see
+scripts/deepspeed_releases.py); tests/releases.py starts and talks to it. Each request is one JSON
+line, {"config": <dict or path>, "world": N}; each answer is {"ok": bool, "phase": "load" | "parse" |
+null, "error": "Type: message" | null}, the same verdict tests/oracle.py gives for the installed
+release. The first line written is {"version": "<the release's own version>"}.
+
+Standalone on purpose (no pytest, no dsconfig): it runs inside another release's import path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+
+
+def _older_names() -> None:
+    """Older releases import names torch 2.13 and numpy 2 no longer have, none of them used to parse
+    a config: 0.14.0-0.14.3 two private torch elastic-agent names, numpy.BUFSIZE (the autotuner's
+    scheduler). Give them back so those releases import."""
+    import numpy
+    if not hasattr(numpy, "BUFSIZE"):
+        numpy.BUFSIZE = 8192
+    from torch.distributed.elastic.agent.server import api
+    if not hasattr(api, "log"):
+        api.log = logging.getLogger("torchelastic")
+    if not hasattr(api, "_get_socket_with_port"):
+        def _get_socket_with_port():
+            raise RuntimeError("not available in this oracle")
+        api._get_socket_with_port = _get_socket_with_port
+
+
+def main() -> int:
+    sys.path.remove(os.path.dirname(os.path.abspath(__file__)))  # tests/deepspeed would shadow the release
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # DeepSpeed logs to stdout; keep the protocol clean
+    logging.disable(logging.CRITICAL)
+    _older_names()
+    import deepspeed
+    import deepspeed.comm as ds_comm
+    from deepspeed.runtime.config import DeepSpeedConfig
+    try:
+        from deepspeed.runtime.tensor_parallel.init_utils import load_ds_config
+    except ImportError:  # before 0.16.x DeepSpeedConfig loads a path itself, the same way
+        load_ds_config = None
+    try:
+        import deepspeed.runtime.swap_tensor.aio_config as aio_config
+    except ImportError:
+        aio_config = None
+
+    class CudaAccelerator:  # dsconfig lints for a CUDA training machine (aio.use_gds asks)
+        def __init__(self, real):
+            self._real = real
+
+        def device_name(self, *args):
+            return "cuda"
+
+        def __getattr__(self, name):
+            return getattr(self._real, name)
+
+    if aio_config is not None and hasattr(aio_config, "get_accelerator"):
+        real = aio_config.get_accelerator()
+        aio_config.get_accelerator = lambda: CudaAccelerator(real)
+    answers.write(json.dumps({"version": deepspeed.__version__.strip()}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        size = request["world"]
+        ds_comm.get_world_size = lambda group=None: size
+        ds_comm.get_rank = lambda group=None: 0
+        answers.write(json.dumps(verdict(request["config"], DeepSpeedConfig, load_ds_config)) + "\n")
+    return 0
+
+
+def verdict(config, config_class, load_ds_config) -> dict:
+    if isinstance(config, str) and load_ds_config is not None:
+        try:
+            config = load_ds_config(config)
+        except Exception as error:
+            return {"ok": False, "phase": "load", "error": _text(error)}
+    try:
+        config_class(config)
+    except Exception as error:
+        text = _text(error)
+        loading = isinstance(config, str) and type(error).__name__ in ("HjsonDecodeError", "ValueError") \
+            and "Expected a string path" not in text
+        removed = type(error).__name__ == "DeepSpeedConfigError" and "removed" in str(error)
+        return {"ok": False, "phase": "load" if loading or removed else "parse", "error": text}
+    return {"ok": True, "phase": None, "error": None}
+
+
+def _text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
