@@ -51,6 +51,8 @@ class Options(NamedTuple):
     batch_keys: tuple[tuple[str, str], ...] = ()
     # Where world_sizes came from when no option gave them: "launched by accelerate_config.yaml" (training configs)
     world_source: str | None = None
+    # The DeepSpeed release whose behaviour is replayed (dsconfig.deepspeed.releases.SUPPORTED); None: the newest
+    deepspeed_version: str | None = None
 
 
 class LintResult(NamedTuple):
@@ -320,6 +322,7 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch, and
     training scripts together, so imports between them resolve. `config_values`: dotted batch keys of the
     project's training configs ("train.batch_size" -> 8), for the scripts' steps-per-epoch table."""
+    _use_release(options)
     findings: list[Finding] = []
     documents: dict[str, Document] = {}
     docs: dict[str, Document] = {}
@@ -632,8 +635,14 @@ def open_document(text: str, path: str, options: Options) -> Document:
     return doc
 
 
+def _use_release(options: Options) -> None:
+    from .deepspeed import releases, schema
+    schema.use(options.deepspeed_version or releases.NEWEST)
+
+
 def lint_document(doc: Document, options: Options) -> list[Finding]:
     """The checks for the document's kind, every finding located. A check that crashes is an InternalError."""
+    _use_release(options)
     try:
         if doc.kind == "accelerate":
             from .accelerate import lint_accelerate

@@ -297,9 +297,14 @@ def _same_value(original, new) -> bool:
     return False
 
 
-@lru_cache(maxsize=1)
 def _migrated_keys() -> frozenset:
     """Deprecated DeepSpeed keys whose value is converted while migrated (cpu_offload: true -> a block)."""
+    from .deepspeed import schema
+    return _migrated_keys_of(schema.active())
+
+
+@lru_cache(maxsize=None)
+def _migrated_keys_of(version: str) -> frozenset:
     from .deepspeed import schema
     keys = set()
     stack = [schema.root()]

@@ -6,7 +6,8 @@ line, {"config": <dict or path>, "world": N}; each answer is {"ok": bool, "phase
 null, "error": "Type: message" | null}, the same verdict tests/oracle.py gives for the installed
 release. The first line written is {"version": "<the release's own version>"}.
 
-Standalone on purpose (no pytest, no dsconfig): it runs inside another release's import path.
+Standalone on purpose (no pytest, no dsconfig; scripts/release_compat.py only): it runs inside
+another release's import path.
 """
 
 from __future__ import annotations
@@ -17,28 +18,15 @@ import os
 import sys
 
 
-def _older_names() -> None:
-    """Older releases import names torch 2.13 and numpy 2 no longer have, none of them used to parse
-    a config: 0.14.0-0.14.3 two private torch elastic-agent names, numpy.BUFSIZE (the autotuner's
-    scheduler). Give them back so those releases import."""
-    import numpy
-    if not hasattr(numpy, "BUFSIZE"):
-        numpy.BUFSIZE = 8192
-    from torch.distributed.elastic.agent.server import api
-    if not hasattr(api, "log"):
-        api.log = logging.getLogger("torchelastic")
-    if not hasattr(api, "_get_socket_with_port"):
-        def _get_socket_with_port():
-            raise RuntimeError("not available in this oracle")
-        api._get_socket_with_port = _get_socket_with_port
-
-
 def main() -> int:
-    sys.path.remove(os.path.dirname(os.path.abspath(__file__)))  # tests/deepspeed would shadow the release
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.remove(here)  # tests/deepspeed would shadow the release
+    sys.path.append(os.path.join(os.path.dirname(here), "scripts"))
+    from release_compat import restore_older_names
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # DeepSpeed logs to stdout; keep the protocol clean
     logging.disable(logging.CRITICAL)
-    _older_names()
+    restore_older_names()
     import deepspeed
     import deepspeed.comm as ds_comm
     from deepspeed.runtime.config import DeepSpeedConfig

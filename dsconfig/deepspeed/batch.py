@@ -24,6 +24,7 @@ from ..rules.batch import (
     BATCHNORM_ONE_SAMPLE,
 )
 from ..values import divisors
+from . import schema
 
 TBS = "train_batch_size"
 MBS = "train_micro_batch_size_per_gpu"
@@ -42,10 +43,20 @@ class Outcome(NamedTuple):
 
 
 def data_parallel_size(config: dict, world_size: int):
-    """DeepSpeedConfig's world size: divided (true division) by sequence_parallel_size when present."""
-    if "sequence_parallel_size" in config:
-        return world_size / config["sequence_parallel_size"]
+    """DeepSpeedConfig's world size: divided (true division) by sequence_parallel_size when present, in the
+    releases that do (generated facts: 0.17.1 on; until 0.19.2 a division that raises gives world size 1)."""
+    if splits_world(config):
+        try:
+            return world_size / config["sequence_parallel_size"]
+        except Exception:
+            if schema.facts()["sequence_parallel_error_means_world_1"]:
+                return 1
+            raise
     return world_size
+
+
+def splits_world(config: dict) -> bool:
+    return "sequence_parallel_size" in config and schema.facts()["sequence_parallel_divides_world"]
 
 
 def resolve(train_batch, micro_batch, grad_acc, world_size) -> Outcome:
@@ -362,7 +373,7 @@ def working_world_sizes(config: dict, auto_filled: frozenset = frozenset()) -> l
     Only for positive-integer values (other values get DS201 first). Valid world sizes never
     exceed train_batch_size, so divisors cover them all.
     """
-    if "sequence_parallel_size" in config:
+    if splits_world(config):
         return None  # depends on the process count / sp split; checked per world size only
     tbs, mbs, gas = (as_int(v) if v is not None else None for v in _values(config, auto_filled))
     raw = _values(config, auto_filled)

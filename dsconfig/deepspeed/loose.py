@@ -38,6 +38,7 @@ from ..rules.precision import (
 )
 from ..rules.sections import AUTOTUNING, CHECKPOINT_VALUES, DATA_EFFICIENCY, SECTION_TYPE, VOCABULARY_SIZE
 from ..values import closest, describe, to_json
+from . import schema
 
 
 class DeepSpeedConfigError(Exception):
@@ -53,8 +54,10 @@ _FAILED = object()
 # ---------------------------------------------------------------------------------------------
 # DeepSpeed constants (runtime/constants.py and friends, 0.19.8)
 # ---------------------------------------------------------------------------------------------
-COMM_DTYPES = ("fp32", "fp16", "bf16")
-COMM_DTYPE_ERROR = "Invalid communication_data_type. Supported data types: ['fp16', 'bf16', 'fp32']. Got: {}"
+# get_communication_data_type's spellings, in the order its message lists them; each release accepts some
+# (0.14.0 spelled bf16 "bfp16"): the generated facts say which.
+COMM_DTYPE_NAMES = ("fp16", "bf16", "bfp16", "fp32")
+COMM_DTYPE_ERROR = "Invalid communication_data_type. Supported data types: {}. Got: {}"
 ALLREDUCE_OPS = ("mean", "sum")
 DEEPSPEED_OPTIMIZERS = ["adagrad", "adam", "adamw", "lamb", "muadam", "muadamw", "musgd", "lion", "muon"]
 # DtypeEnum's values, torch dtypes left out: JSON cannot produce them.
@@ -209,22 +212,30 @@ _COMM_DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "torch.float32": "fp3
 @_section
 def _communication_dtypes(config, resolved, report):
     """get_communication_data_type, for both keys (both raise with communication_data_type's text)."""
+    facts = schema.facts()
+    accepted = [name for name in COMM_DTYPE_NAMES if facts[f"communication_data_type_{name}"]]
+    words = ", ".join(accepted[:-1]) + " or " + accepted[-1]
     for key, default in (("communication_data_type", None), ("seq_parallel_communication_data_type", "fp32")):
         value = config.get(key, default)
         pointer = "/" + key
         lowered = _run(report, COMMUNICATION_DTYPE, pointer,
-                       f"{key} must be a string (fp16, bf16 or fp32), not {describe(value)}",
+                       f"{key} must be a string ({words}), not {describe(value)}",
                        lambda: value.lower() if value is not None else value, stop=False)
-        if lowered is _FAILED or lowered is None or lowered in COMM_DTYPES:
+        if lowered is _FAILED or lowered is None or lowered in accepted:
             continue
-        fix = _COMM_DTYPE_ALIASES.get(lowered.strip()) or _closest(lowered, COMM_DTYPES)
-        report.crash(COMMUNICATION_DTYPE, pointer, ValueError(COMM_DTYPE_ERROR.format(lowered)),
-                     f"{key} {value!r} is not fp16, bf16 or fp32 (DeepSpeed lower-cases it, nothing more)",
+        fix = _COMM_DTYPE_ALIASES.get(lowered.strip()) or _closest(lowered, accepted)
+        if fix not in accepted:
+            fix = _closest(fix, accepted) if fix else None
+        report.crash(COMMUNICATION_DTYPE, pointer, ValueError(COMM_DTYPE_ERROR.format(accepted, lowered)),
+                     f"{key} {value!r} is not {words} (DeepSpeed {schema.active()} lower-cases it, nothing more)",
                      fix=to_json(fix) if fix else None)
 
 
 def _gradient_allreduce_op(config, report):
-    """get_gradient_allreduce_op; returns the op, or None when DeepSpeed would raise."""
+    """get_gradient_allreduce_op; returns the op, or None when DeepSpeed would raise (or, before 0.19.6,
+    never reads it)."""
+    if not schema.facts()["gradient_allreduce_op_checked"]:
+        return None
     value = config.get("gradient_allreduce_op", "mean")
     if isinstance(value, str):
         value = value.lower()
@@ -678,7 +689,7 @@ def _error_check(config, resolved, report, allreduce_op):
         report.crash(INVALID_VALUE, "/zero_optimization/stage", AssertionError(
             f"DeepSpeedConfig: Maximum supported ZeRO stage is {ZERO_MAX_STAGE_TEXT}"), "ZeRO stage must be 0-3")
 
-    if allreduce_op == "sum":
+    if allreduce_op == "sum" and schema.facts()["gradient_allreduce_sum_zero3_rejected"]:
         compile_ = resolved.get("compile")
         conflicts = []
         if isinstance(zero, dict) and stage == 3:
@@ -702,7 +713,8 @@ def _error_check(config, resolved, report, allreduce_op):
         asserts.append(("/fp16/fp16_master_weights_and_grads",
                         "Fp16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3."))
     if isinstance(bf16, dict):
-        if bf16.get("bf16_master_weights_and_grads") and not zero_1_to_3:
+        if bf16.get("bf16_master_weights_and_grads") and not zero_1_to_3 and \
+                schema.facts()["bf16_master_weights_needs_zero"]:
             asserts.append((f"/{bf16_key}/bf16_master_weights_and_grads",
                             "Bf16_master_weights_and_grads is only supported with ZeRO Stage 1, 2, or 3."))
         if bf16.get("bf16_optimizer_states"):

@@ -156,31 +156,88 @@ def _check_pydantic_sections(config: dict, ctx: _Context) -> None:
             value = {}
         ctx.resolved[key] = _nested(model, value, pointer, ctx)
 
-    # fp16 / bf16 (runtime/precision_config.py)
-    ctx.resolved["fp16"] = _call(_section("fp16"), config.get("fp16", {}), "/fp16", ctx)
-    bf16_key = "bf16"
-    data = config.get("bf16")
-    if data is None:
-        data = config.get("bfloat16", {})
-        if "bfloat16" in config:
-            bf16_key = "bfloat16"
-            ctx.add(BFLOAT16_KEY, "`bfloat16` is the legacy spelling of `bf16`; rename it", "/bfloat16",
-                    fix='"bf16"', on_key=True)
-    elif "bfloat16" in config:
-        ctx.add(BFLOAT16_SHADOWED, "`bf16` is present, so DeepSpeed ignores `bfloat16` entirely",
-                "/bfloat16", on_key=True)
-    ctx.resolved["bf16"] = _call(_section("bfloat16" if bf16_key == "bfloat16" else "bf16"), data,
-                                 "/" + bf16_key, ctx)
+    # fp16 / bf16 (runtime/precision_config.py; before 0.17.1 read key by key, see _legacy_precision)
+    if _section("fp16") is None:
+        _legacy_precision(config, ctx)
+    else:
+        ctx.resolved["fp16"] = _call(_section("fp16"), config.get("fp16", {}), "/fp16", ctx)
+        bf16_key = "bf16"
+        data = config.get("bf16")
+        if data is None:
+            data = config.get("bfloat16", {})
+            if "bfloat16" in config:
+                bf16_key = "bfloat16"
+                _bfloat16_spelling(ctx)
+        elif "bfloat16" in config:
+            _bfloat16_shadowed(ctx)
+        ctx.resolved["bf16"] = _call(_section("bfloat16" if bf16_key == "bfloat16" else "bf16"), data,
+                                     "/" + bf16_key, ctx)
 
     ctx.resolved["hybrid_engine"] = _call(_section("hybrid_engine"), config.get("hybrid_engine", {}),
                                           "/hybrid_engine", ctx)
-    if "weight_quantization" in config:
+    if "weight_quantization" in config and _section("weight_quantization") is not None:
         ctx.resolved["weight_quantization"] = _call(_section("weight_quantization"), config["weight_quantization"],
                                                     "/weight_quantization", ctx)
-    ctx.resolved["compile"] = _call(_section("compile"), config.get("compile", {}), "/compile", ctx)
+    # sections an older release does not have yet: it never reads them (no fields, nothing checked)
+    for key in ("compile", "tensor_parallel"):
+        model = _section(key)
+        ctx.resolved[key] = {} if model is None else _call(model, config.get(key, {}), "/" + key, ctx)
     ctx.resolved["timers"] = _timers(config, ctx)
-    ctx.resolved["tensor_parallel"] = _call(_section("tensor_parallel"), config.get("tensor_parallel", {}),
-                                            "/tensor_parallel", ctx)
+
+
+def _bfloat16_spelling(ctx: _Context) -> None:
+    ctx.add(BFLOAT16_KEY, "`bfloat16` is the legacy spelling of `bf16`; rename it", "/bfloat16",
+            fix='"bf16"', on_key=True)
+
+
+def _bfloat16_shadowed(ctx: _Context) -> None:
+    ctx.add(BFLOAT16_SHADOWED, "`bf16` is present, so DeepSpeed ignores `bfloat16` entirely", "/bfloat16", on_key=True)
+
+
+def _legacy_precision(config: dict, ctx: _Context) -> None:
+    """fp16 and bf16 before 0.17.1 (runtime/config.py get_fp16_enabled and its siblings): each key is
+    `param_dict[section].get(key, default)`, nothing validated, so "auto" and "false" are truthy; `bf16`
+    wins over `bfloat16` whenever it is present, even as null; with fp16 enabled, `2 ** initial_scale_power`."""
+    bf16_key = "bf16" if "bf16" in config else "bfloat16"
+    if bf16_key == "bfloat16" and "bfloat16" in config:
+        _bfloat16_spelling(ctx)
+    elif "bfloat16" in config:
+        _bfloat16_shadowed(ctx)
+    for name, key in (("fp16", "fp16"), ("bf16", bf16_key)):
+        if key not in config:
+            ctx.resolved[name] = _legacy_defaults(key)
+            continue
+        data = config[key]
+        if not isinstance(data, dict):
+            fix = json.dumps({"enabled": data}) if isinstance(data, bool) else "{}" if data is None else None
+            ctx.add(SECTION_TYPE, f"`{key}` must be an object, not {json_type(data)}: DeepSpeed {_schema.active()} "
+                    f"raises AttributeError: '{_pytype(data)}' object has no attribute 'get'", "/" + key,
+                    fails_in=PARSE, fix=fix)
+            ctx.resolved[name] = None
+            continue
+        values = {field: data.get(field, default) for field, default in _legacy_defaults(key).items()}
+        ctx.resolved[name] = values
+    fp16 = ctx.resolved["fp16"]
+    if fp16 and fp16.get("enabled") and "initial_scale_power" in fp16:
+        power = fp16["initial_scale_power"]
+        try:
+            2 ** power
+        except Exception as error:
+            ctx.add(INVALID_VALUE, f"`fp16.initial_scale_power` must be a number, not {json_type(power)}: DeepSpeed "
+                    f"{_schema.active()} raises {type(error).__name__}: {error}", "/fp16/initial_scale_power",
+                    fails_in=PARSE, fix=_int_text(power))
+
+
+def _legacy_defaults(key: str) -> dict:
+    prop = _schema.property_of(_schema.root(), key) or {}
+    return {field: spec.get("default") for field, spec in prop.get("properties", {}).items()}
+
+
+def _int_text(value) -> str | None:
+    try:
+        return json.dumps(int(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _timers(config: dict, ctx: _Context):

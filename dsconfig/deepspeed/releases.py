@@ -5,6 +5,12 @@ Stdlib only: this module is on the lint path.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+from pathlib import Path
+
+RELEASES_FILE = "deepspeed-releases.json"
+
 # Every release from 0.14.0 to 0.19.8, as published on PyPI.
 SUPPORTED: tuple[str, ...] = (
     "0.14.0", "0.14.1", "0.14.2", "0.14.3", "0.14.4", "0.14.5",
@@ -32,3 +38,65 @@ def key(version: str) -> tuple[int, ...]:
         if len(digits) < len(piece):
             break
     return tuple(parts)
+
+
+class UnknownRelease(ValueError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    """schemas/deepspeed-releases.json (scripts/build_releases.py), found where deepspeed.schema.json is."""
+    with open(data_path(), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def data_path(name: str = RELEASES_FILE) -> Path:
+    """Installed wheels carry dsconfig/schemas; a source checkout keeps schemas/ at the top."""
+    here = Path(__file__).resolve()
+    for folder in (here.parent.parent / "schemas", here.parents[2] / "schemas"):
+        if (folder / name).is_file():
+            return folder / name
+    raise FileNotFoundError(f"{name} not found next to the dsconfig package or in the source tree")
+
+
+def _variant(version: str) -> dict:
+    data = _data()
+    if version not in data["releases"]:
+        raise UnknownRelease(version)
+    return data["variants"][data["releases"][version]]
+
+
+def facts(version: str) -> dict:
+    """What `version`'s own DeepSpeedConfig answered to scripts/release_probe.py's probes."""
+    return _variant(version)["facts"]
+
+
+def patched(schema: dict, version: str) -> dict:
+    """The newest release's schema turned into `version`'s (a deep copy; `schema` is left alone)."""
+    schema = json.loads(json.dumps(schema))
+    if version == NEWEST:
+        return schema
+    operations = _data()["operations"]
+    for index in _variant(version)["patch"]:
+        op, path, *value = operations[index]
+        parent = schema
+        for token in path[:-1]:
+            parent = parent[token]
+        if op == "set":
+            parent[path[-1]] = value[0]
+        else:
+            del parent[path[-1]]
+    return schema
+
+
+def same_behaviour(versions) -> list[list[str]]:
+    """`versions` grouped into runs of consecutive releases that share schema and facts."""
+    data = _data()
+    groups: list[list[str]] = []
+    for version in versions:
+        if groups and data["releases"][groups[-1][-1]] == data["releases"][version]:
+            groups[-1].append(version)
+        else:
+            groups.append([version])
+    return groups

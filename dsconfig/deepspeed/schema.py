@@ -1,7 +1,9 @@
-"""The generated DeepSpeed JSON Schema: loaded once, plus the lookups the validator needs.
+"""The generated DeepSpeed JSON Schema of the release being replayed, plus the lookups the validator needs.
 
-schemas/deepspeed.schema.json is produced by scripts/build_schema.py from the real DeepSpeed
-models; it is the single source of truth for keys, types, defaults, aliases and deprecations.
+schemas/deepspeed.schema.json is produced by scripts/build_schema.py from the newest release's
+models; it is the single source of truth for keys, types, defaults, aliases and deprecations. An
+older release's schema is that one patched with the release's generated differences
+(`releases.patched`); `use(version)` chooses the release every lookup answers for.
 Stdlib only: this module is on the lint path.
 """
 
@@ -12,28 +14,48 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..pointers import pointer_join, pointer_tokens
+from . import releases
 
 SCHEMA_FILE = "deepspeed.schema.json"
 
 
 def schema_path() -> Path:
-    """Installed wheels carry dsconfig/schemas; a source checkout keeps schemas/ at the top."""
-    here = Path(__file__).resolve()
-    for folder in (here.parent.parent / "schemas", here.parents[2] / "schemas"):
-        candidate = folder / SCHEMA_FILE
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"{SCHEMA_FILE} not found next to the dsconfig package or in the source tree")
+    return releases.data_path(SCHEMA_FILE)
 
 
 @lru_cache(maxsize=1)
 def load() -> dict:
+    """The newest release's schema, as written in deepspeed.schema.json."""
     with open(schema_path(), encoding="utf-8") as handle:
         return json.load(handle)
 
 
+_active = releases.NEWEST
+
+
+def use(version: str) -> None:
+    """Answer for DeepSpeed `version` from now on (one of releases.SUPPORTED)."""
+    global _active
+    _of_release(version)  # an unknown release fails here, not in the middle of a lint
+    _active = version
+
+
+def active() -> str:
+    return _active
+
+
+@lru_cache(maxsize=None)
+def _of_release(version: str) -> dict:
+    return load() if version == releases.NEWEST else releases.patched(load(), version)
+
+
 def root() -> dict:
-    return load()
+    return _of_release(_active)
+
+
+def facts() -> dict:
+    """The probed behaviour of the active release (scripts/release_probe.py)."""
+    return releases.facts(_active)
 
 
 def property_of(obj: dict, key: str) -> dict | None:
@@ -131,9 +153,13 @@ def fill_targets(pointer: str) -> frozenset:
     return frozenset(prop.get("x-dsconfig-fill", ())) if prop else frozenset()
 
 
-@lru_cache(maxsize=1)
 def fill_pointers() -> tuple[tuple[str, frozenset], ...]:
     """(pointer, target names) for every value the HF Trainer or Accelerate may fill."""
+    return _fill_pointers(_active)
+
+
+@lru_cache(maxsize=None)
+def _fill_pointers(version: str) -> tuple[tuple[str, frozenset], ...]:
     found = []
     stack = [("", root())]
     while stack:
@@ -151,9 +177,13 @@ def default_at(pointer: str):
     return prop.get("default") if prop else None
 
 
-@lru_cache(maxsize=1)
 def removed() -> tuple[tuple[str, str], ...]:
-    """(pointer, DeepSpeed's message) for every block DeepSpeed refuses to load."""
+    """(pointer, DeepSpeed's message) for every block the active release refuses to load."""
+    return _removed(_active)
+
+
+@lru_cache(maxsize=None)
+def _removed(version: str) -> tuple[tuple[str, str], ...]:
     found = []
     for parent in ("", "/zero_optimization"):
         node = property_at(parent) if parent else root()
