@@ -9,6 +9,7 @@ override what the file says.
 [tool.dsconfig]
 target = "hf-trainer"                 # deepspeed | hf-trainer | accelerate | lightning
 world-sizes = [8, 16]                 # check the batch arithmetic at these world sizes
+deepspeed-version = "0.16.9"          # the release to replay (default: installed, else a pin, else the newest)
 framework = "lightning"               # lightning | torchrun | accelerate | hf-trainer | deepspeed | jax
 batchnorm = true                      # the model has BatchNorm layers: one sample per device is an error
 select = ["DS", "ACC"]                # codes, prefixes (DS2, ACC) or rule names (batch-mismatch)
@@ -48,7 +49,7 @@ from . import targets
 CONFIG_NAME = ".dsconfig.toml"
 PYPROJECT = "pyproject.toml"
 SEVERITY_NAMES = ("error", "warning", "info")
-KEYS = ("target", "world-sizes", "framework", "batchnorm", "batch-keys", "select", "ignore", "fail-on", "exclude", "allow-read", "per-file-ignores",
+KEYS = ("target", "world-sizes", "deepspeed-version", "framework", "batchnorm", "batch-keys", "select", "ignore", "fail-on", "exclude", "allow-read", "per-file-ignores",
         "suppress")
 SUPPRESS_KEYS = ("files", "pointer", "rules", "reason")
 
@@ -82,6 +83,7 @@ class Settings:
         self.text = ""  # its text (DS900 frames)
         self.target: targets.Target | None = None
         self.world_sizes: tuple[int, ...] | None = None
+        self.deepspeed_version: str | None = None  # as written; checked when the version is chosen
         self.framework: str | None = None
         self.batchnorm: bool = False
         self.batch_keys: tuple[tuple[str, str], ...] = ()  # (JSON pointer, per-device | global)
@@ -222,6 +224,10 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
                 isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
             raise ConfigError(f"{where}: `world-sizes` must be a list of positive integers, e.g. [1, 2, 4, 8]")
         settings.world_sizes = tuple(dict.fromkeys(sizes))
+    if "deepspeed-version" in table:
+        if not isinstance(table["deepspeed-version"], str):
+            raise ConfigError(f'{where}: `deepspeed-version` must be a string such as "0.16.9"')
+        settings.deepspeed_version = table["deepspeed-version"]
     if "framework" in table:
         from .training.epochs import FRAMEWORKS
         if table["framework"] not in FRAMEWORKS:

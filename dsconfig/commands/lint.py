@@ -120,6 +120,10 @@ def _check_output(output_file: str | None, force: bool) -> None:
               help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
 @click.option("--dataset-size", type=click.IntRange(min=1, max=MAX_DATASET_SIZE), metavar="N",
               help="Training samples: add optimizer steps per epoch at each world size.")
+@click.option("--deepspeed-version", "deepspeed_version", metavar="X.Y.Z|all",
+              help="The DeepSpeed release to replay (0.14.0 to 0.19.8). Default: the installed deepspeed, else a "
+                   "pin in the project (requirements, pyproject.toml, lock files), else the newest. `all`: which "
+                   "releases accept and which reject each file.")
 @click.option("--framework", type=click.Choice(FRAMEWORKS),
               help="How the training loop iterates the data, for steps per epoch (with --dataset-size).")
 @click.option("--batchnorm", is_flag=True, default=None,
@@ -160,7 +164,8 @@ def _check_output(output_file: str | None, force: bool) -> None:
                    "otherwise opens only the paths given and, for an Accelerate YAML, files in its folder.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
-def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, framework, batchnorm, batch_keys,
+def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, deepspeed_version, framework, batchnorm,
+         batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
          apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
@@ -182,6 +187,11 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, fr
                       max_file_size, stdin_filename, allow_read)
     inputs = inputs._replace(options=_training_options(inputs.options, selection.settings, framework, batchnorm,
                                                        batch_keys))
+    release = choose_release(deepspeed_version, selection.settings, inputs.paths)
+    if release.version == "all":
+        from .releases_table import lint_all_releases
+        sys.exit(lint_all_releases(inputs, selection, exclude, respect_gitignore, output_format, output_file))
+    inputs = inputs._replace(options=inputs.options._replace(deepspeed_version=release.version))
     outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes,
                    writing=apply_fixes and not diff)
     if diff:
@@ -189,7 +199,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, fr
     if apply_fixes:
         _write_fixes(outcome.fixes)
     _report(outcome, selection, output_format, output_file, color, statistics, unsafe_fixes,
-            stdin=bool(inputs.stdin_text) and apply_fixes)
+            stdin=bool(inputs.stdin_text) and apply_fixes, release=release)
     if exit_zero:
         sys.exit(0)
     from .. import report
@@ -267,6 +277,18 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
                              gpus=gpus, nodes=nodes, training_args=args, dataset_size=dataset_size,
                              sources=sources or None, max_bytes=max_bytes)
     return Inputs(options, paths, virtual, stdin_text, tuple(allow_read))
+
+
+def choose_release(explicit, settings, paths):
+    """The DeepSpeed release to replay and why (dsconfig.deepspeed.pins); a bad version is a usage error."""
+    from ..deepspeed import pins
+    start = next((p for p in paths if p != "-" and os.path.exists(p)), None)
+    try:
+        return pins.choose(explicit, start, settings_value=settings.deepspeed_version,
+                           settings_file=settings.display_path or None)
+    except pins.VersionError as error:
+        raise click.BadParameter(escape.characters(str(error)),
+                                 param_hint="--deepspeed-version" if explicit else "deepspeed-version") from None
 
 
 def _training_options(options, settings, framework, batchnorm, batch_keys):
@@ -347,7 +369,7 @@ def _internal_error(what: str) -> None:
 
 
 def _report(outcome: Outcome, selection: Selection, output_format: str, output_file, color: str, statistics: bool,
-            unsafe_fixes: bool, stdin: bool) -> None:
+            unsafe_fixes: bool, stdin: bool, release=None) -> None:
     """The findings (or statistics) to stdout or -o, then the summary line on stderr."""
     from .. import report
 
@@ -356,6 +378,8 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
     stream_tty = sys.stdout.isatty() if to_terminal else False
     use_color = color == "always" or (color == "auto" and stream_tty and not os.environ.get("NO_COLOR"))
     context = report.Context(color=use_color, unsafe_fixes=unsafe_fixes)
+    if release is not None and any(doc.kind in ("deepspeed", "accelerate") for doc in documents.values()):
+        context.release = release
     if any(f.fix is not None for f in findings):
         from .. import fix
         context.fixes = fix.describe(findings, documents)

@@ -11,6 +11,7 @@ one-line message on stderr).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -61,6 +62,9 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--input-shape", metavar="B,D1,...", help="With --model-factory: the input's shape, batch first.")
 @click.option("--input-dtype", type=click.Choice(("float", "long")), default="float", show_default=True,
               help="With --model-factory: float inputs (in --precision) or token ids.")
+@click.option("--deepspeed-version", "deepspeed_version", metavar="X.Y.Z",
+              help="Read DS_CONFIG's defaults as this DeepSpeed release does (0.14.0 to 0.19.8). Default: the "
+                   "installed deepspeed, else a pin in DS_CONFIG's project, else the newest.")
 @click.option("--format", "output_format", type=click.Choice(("table", "json")), default="table",
               show_default=True, help="Output format.")
 @click.option("--list-models", is_flag=True, help="List the model catalog and exit.")
@@ -68,7 +72,7 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, intermediate, vocab, largest_layer,
              seq_len, micro_batch, precision, gradient_checkpointing, attention, optimizer, gpus, nodes, zero_stage,
              offload_optimizer, offload_param, no_zero_init, gpu_name, gpu_mem, cpu_mem, profile, model_factory,
-             input_shape, input_dtype, output_format, list_models, list_gpus):
+             input_shape, input_dtype, deepspeed_version, output_format, list_models, list_gpus):
     """Estimate per-GPU memory for training a model with DeepSpeed, and whether it fits.
 
     DS_CONFIG, when given, supplies the ZeRO stage, offload devices, precision, micro batch,
@@ -88,7 +92,15 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
 
     values, notes = {}, []
     if ds_config is not None:
+        from ..deepspeed import pins, schema
         from . import deepspeed_config
+        try:
+            release = pins.choose(deepspeed_version, ds_config if os.path.exists(ds_config) else None)
+        except pins.VersionError as error:
+            raise InputError(str(error)) from None
+        if release.version == "all":
+            raise InputError("--deepspeed-version all is for lint; estimate reads a config for one release")
+        schema.use(release.version)
         try:
             values, notes = deepspeed_config.read(ds_config)
         except deepspeed_config.ConfigError as error:

@@ -74,6 +74,9 @@ InputError, _OneLineErrors = one_line_errors(PROG)
               help="GPU memory kept free (allocator fragmentation is not in the estimate).")
 @click.option("--nvme-path", metavar="PATH", help="A local NVMe folder: allows ZeRO-3 + NVMe offload as a last resort.")
 @click.option("--template", type=click.Choice(tuple(SHAPES)), help="Use this ZeRO/offload shape instead of choosing.")
+@click.option("--deepspeed-version", "deepspeed_version", metavar="X.Y.Z",
+              help="Write only what this DeepSpeed release understands (0.14.0 to 0.19.8). Default: the installed "
+                   "deepspeed, else a pin in the output folder's project, else the newest.")
 @click.option("--script", default="train.py", show_default=True, metavar="PATH",
               help="The training script, as the launch commands name it.")
 @click.option("--output-dir", default=".", show_default=True, type=click.Path(file_okay=False),
@@ -84,7 +87,7 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers, hidden, heads, kv_heads,
              intermediate, vocab, largest_layer, seq_len, global_batch, micro_batch, precision, target, optimizer,
              attention, model_factory, input_shape, input_dtype, batchnorm, gradient_checkpointing, headroom, nvme_path,
-             template, script, output_dir, force, to_stdout):
+             template, deepspeed_version, script, output_dir, force, to_stdout):
     """Generate ds_config.json (and accelerate_config.yaml, a hostfile, a SLURM script) sized to the GPUs.
 
     Chooses the least ZeRO sharding that fits with headroom, offload and gradient checkpointing only
@@ -95,6 +98,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
     _check_text(("--output-dir", output_dir), ("--script", script), ("--nvme-path", nvme_path))
     memory, name, bf16 = _hardware(gpu_name, gpu_mem)
+    release = _release(deepspeed_version, output_dir)
     flags = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "intermediate": intermediate,
              "vocab": vocab, "largest_layer": largest_layer}
     if model_factory is not None:
@@ -109,7 +113,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
         cpu_memory=_cpu_memory(cpu_mem), seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
         precision=precision, optimizer=optimizer, attention=attention, target=target, batchnorm=batchnorm,
         checkpointing=gradient_checkpointing, headroom=headroom / 100, nvme_path=nvme_path, template=template,
-        default_model=default_model)
+        default_model=default_model, deepspeed_version=release.version)
     notes = inputs.params_note(params, flags)
     try:
         if model_factory is not None:
@@ -120,6 +124,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     except planner.NoFit as error:
         raise InputError(error.reason) from None
     result.notes[:0] = notes
+    result.notes.append(f"written for DeepSpeed {release.version} ({release.reason})")
 
     paths = _paths(output_dir, script)
     files = render.files(result, paths)
@@ -145,6 +150,17 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 
 
 # -- inputs -------------------------------------------------------------------------------------------
+
+def _release(explicit: str | None, output_dir: str):
+    from ..deepspeed import pins
+    try:
+        choice = pins.choose(explicit, output_dir if os.path.isdir(output_dir) else None)
+    except pins.VersionError as error:
+        raise InputError(str(error)) from None
+    if choice.version == "all":
+        raise InputError("--deepspeed-version all is for lint; generate writes for one release")
+    return choice
+
 
 def _check_text(*options) -> None:
     """The generated files and commands name these paths in UTF-8 text: a name whose bytes are not
@@ -247,7 +263,8 @@ def self_check(plan, files) -> list[str]:
     target = targets.BY_NAME[request.target]
     training_args = trainer_arguments(plan) if target is targets.HF_TRAINER else None
     options = engine.Options(target=target, world_sizes=(request.world_size,), gpus=request.gpus,
-                             nodes=request.nodes, training_args=training_args)
+                             nodes=request.nodes, training_args=training_args,
+                             deepspeed_version=request.deepspeed_version)
     problems = []
     for file in files:
         if file.name not in (DS_CONFIG, ACCELERATE_CONFIG):

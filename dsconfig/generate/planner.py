@@ -114,6 +114,7 @@ class Request:
     nvme_path: str | None = None  # NVMe offload is a rung only when a path is given
     template: str | None = None  # force one rung (a SHAPES name)
     default_model: bool = False  # the model is DEFAULT_MODEL because none was given
+    deepspeed_version: str | None = None  # the release the config is written for (None: the newest)
     module: ModuleProfile | None = None  # --model-factory: the measured module (`model` is its shape)
 
     @property

@@ -172,7 +172,24 @@ def _optimizer_block(optimizer: str) -> dict:
 
 
 def ds_config(plan: Plan) -> dict:
-    return fill(templates.deepspeed(plan.shape.name), ds_values(plan))
+    return understood(fill(templates.deepspeed(plan.shape.name), ds_values(plan)), plan.request.deepspeed_version)
+
+
+def understood(config: dict, version: str | None) -> dict:
+    """`config` without the keys DeepSpeed `version` does not know inside its validated sections (which
+    would reject them): a template is written for the newest release."""
+    from ..deepspeed import releases, schema
+    schema.use(version or releases.NEWEST)
+
+    def keep(value, node):
+        branch = schema.object_branch(node) if node is not None else None
+        if not isinstance(value, dict) or branch is None:
+            return value
+        known = set(schema.known_keys(branch))
+        strict = "x-deepspeed-model" in branch and branch["x-deepspeed-model"].get("extra") == "forbid"
+        return {key: keep(item, schema.property_of(branch, key)) for key, item in value.items()
+                if key in known or not strict}
+    return keep(config, schema.root())
 
 
 def ds_config_text(plan: Plan) -> str:
@@ -211,8 +228,9 @@ def lint_command(plan: Plan, paths: Paths) -> str:
     without it a JSON named by an Accelerate YAML is linted for an Accelerate prepare() loop)."""
     request = plan.request
     files = [paths.ds_config] + ([paths.accelerate_config] if writes_accelerate_config(plan) else [])
+    release = f" --deepspeed-version {request.deepspeed_version}" if request.deepspeed_version else ""
     return (f"dsconfig lint {' '.join(shlex.quote(f) for f in files)} --target {request.target} "
-            f"--gpus {request.gpus} --nodes {request.nodes}")
+            f"--gpus {request.gpus} --nodes {request.nodes}{release}")
 
 
 def accelerate_text(plan: Plan, paths: Paths = Paths()) -> str:

@@ -28,6 +28,7 @@ class Context:
         self.extents = extents or {}  # id(finding) -> (start, end) offsets of the value or key it is about
         self.color = color
         self.unsafe_fixes = unsafe_fixes  # whether --unsafe-fixes was given (the [*] marker then counts them)
+        self.release = None  # dsconfig.deepspeed.pins.Choice: the DeepSpeed release replayed, when a config needed one
 
     def fix(self, finding):
         return self.fixes.get(id(finding))
@@ -51,6 +52,8 @@ def summary(findings, files: int, context: Context | None = None) -> str:
     parts = [f"{n} {name}{'' if n == 1 else 's'}" for name, n in counts.items() if n]
     what = ", ".join(parts) if parts else "no problems"
     line = f"{what} in {files} file{'' if files == 1 else 's'}"
+    if context is not None and context.release is not None:
+        line += f" (DeepSpeed {context.release.version}: {context.release.reason})"
     if context is not None and context.fixes:
         infos = [context.fixes.get(id(f)) for f in findings]
         infos = [i for i in infos if i is not None and i.edit is not None]

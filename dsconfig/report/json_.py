@@ -1,7 +1,8 @@
 """A JSON list with one object per finding: exactly the keys of Finding.as_dict, documented in the README
 (code, name, severity, message, file, line, column, pointer, world_size, fails_in, fix), plus `related`
 (a list of {file, line, column, message} evidence lines) only on findings that have evidence elsewhere,
-so the output of every other finding stays as it was. Stable: other new information goes to SARIF."""
+so the output of every other finding stays as it was, and `deepspeed_version` (the DeepSpeed release replayed)
+on DeepSpeed findings. Stable: other new information goes to SARIF."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import json
 from ..escape import json_text
 
 
-def _item(finding) -> dict:
+def _item(finding, release) -> dict:
     item = finding.as_dict()
+    if release is not None and finding.code.startswith("DS"):
+        item["deepspeed_version"] = release.version
     if finding.related:
         item["related"] = [{"file": file, "line": line, "column": column, "message": note}
                            for file, line, column, note in finding.related]
@@ -19,4 +22,5 @@ def _item(finding) -> dict:
 
 
 def render(findings, context) -> str:
-    return json_text(json.dumps([_item(f) for f in findings], indent=2, ensure_ascii=False)) + "\n"
+    release = getattr(context, "release", None)
+    return json_text(json.dumps([_item(f, release) for f in findings], indent=2, ensure_ascii=False)) + "\n"

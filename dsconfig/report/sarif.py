@@ -116,6 +116,11 @@ def document(findings, context) -> dict:
         result["properties"] = properties
         results.append(result)
     cwd = os.getcwd().replace(os.sep, "/").rstrip("/") + "/"
+    run_properties = {}
+    release = getattr(context, "release", None)
+    if release is not None:
+        run_properties = {"properties": {"deepspeedVersion": release.version, "deepspeedVersionReason": release.reason,
+                                         "deepspeedVersionSource": release.source}}
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -125,6 +130,7 @@ def document(findings, context) -> dict:
             "originalUriBaseIds": {SRCROOT: {"uri": "file://" + _uri_path(cwd if cwd.startswith("/") else "/" + cwd)}},
             "columnKind": "unicodeCodePoints",
             "results": results,
+            **run_properties,
         }],
     }
 

@@ -1,0 +1,77 @@
+"""`dsconfig lint --deepspeed-version all`: for each DeepSpeed config, which releases load and parse it and
+which reject it, so a user sees whether an upgrade (or a downgrade) breaks it.
+
+Each group of consecutive releases that behave alike (the generated data says which) is linted once;
+neighbouring groups with the same verdict and the same first error are merged into one range.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .. import escape
+from ..deepspeed import releases
+from ..phases import LOAD, PARSE
+
+
+def lint_all_releases(inputs, selection, exclude, respect_gitignore: bool, output_format: str, output_file) -> int:
+    from .lint import _run
+
+    verdicts: dict[str, list] = {}  # file -> [(first release, last release, [first error] or [])]
+    for group in releases.same_behaviour(releases.SUPPORTED):
+        options = inputs.options._replace(deepspeed_version=group[-1])
+        outcome = _run(inputs._replace(options=options), selection, exclude, respect_gitignore,
+                       fixing=False, unsafe=False)
+        fatal: dict[str, list] = {}
+        for finding in outcome.findings:
+            if finding.severity == "error" and finding.fails_in in (LOAD, PARSE) and finding.code.startswith("DS"):
+                fatal.setdefault(finding.file, []).append(finding)
+        for path, doc in outcome.documents.items():
+            if doc.kind != "deepspeed":
+                continue
+            errors = [(f.code, f.line, f.message) for f in fatal.get(path, [])[:1]]
+            ranges = verdicts.setdefault(path, [])
+            if ranges and ranges[-1][2] == errors:
+                ranges[-1] = (ranges[-1][0], group[-1], errors)
+            else:
+                ranges.append((group[0], group[-1], errors))
+    text = _json(verdicts) if output_format == "json" else _text(verdicts)
+    if output_file is not None:
+        from .. import files
+        files.write_atomic(output_file, text)
+    else:
+        click.echo(text, nl=False)
+    rejected = sum(1 for ranges in verdicts.values() if any(errors for _, _, errors in ranges))
+    click.echo(escape.line(f"{len(verdicts)} DeepSpeed config{'' if len(verdicts) == 1 else 's'} against "
+                           f"{len(releases.SUPPORTED)} releases ({releases.SUPPORTED[0]} to {releases.NEWEST}); "
+                           f"{rejected} rejected by some"), err=True)
+    sys.stdout.flush()
+    return 1 if rejected else 0
+
+
+def _span(first: str, last: str) -> str:
+    return first if first == last else f"{first} to {last}"
+
+
+def _text(verdicts: dict) -> str:
+    lines = []
+    for path, ranges in verdicts.items():
+        lines.append(escape.line(path))
+        for first, last, errors in ranges:
+            if errors:
+                code, line, message = errors[0]
+                lines.append(escape.line(f"  {_span(first, last):<18} rejects  {code} line {line}: {message}"))
+            else:
+                lines.append(f"  {_span(first, last):<18} accepts")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _json(verdicts: dict) -> str:
+    out = [{"file": path, "releases": [
+        {"from": first, "to": last, "accepts": not errors,
+         "error": {"code": errors[0][0], "line": errors[0][1], "message": errors[0][2]} if errors else None}
+        for first, last, errors in ranges]} for path, ranges in verdicts.items()]
+    return escape.json_text(json.dumps(out, indent=2, ensure_ascii=False)) + "\n"
