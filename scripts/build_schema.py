@@ -8,6 +8,10 @@ with plain `dict.get` are hand-written in schemas/src/lenient.json.
 
     python scripts/build_schema.py           # (re)write the schema
     python scripts/build_schema.py --check   # exit 1 if the committed schema is stale
+    PYTHONPATH=/path/to/release python scripts/build_schema.py --stdout   # another release's schema
+
+DeepSpeed 0.14.x builds its models with the pydantic v1 API (deepspeed/pydantic_v1.py imports
+pydantic.v1); their schema has the same format, with "pydantic": 1 in x-deepspeed-model.
 """
 
 from __future__ import annotations
@@ -133,8 +137,22 @@ _TYPE_KEYWORDS = ("type", "enum", "const", "minimum", "maximum", "exclusiveMinim
 
 def _quiet_deepspeed():
     logging.disable(logging.WARNING)
+    _older_names()
     from deepspeed.utils import logger
     logger.setLevel(logging.ERROR)
+
+
+def _older_names() -> None:
+    """0.14.0-0.14.3 import names torch 2.13 and numpy 2 no longer have, none of them used to parse a
+    config (the same stand-ins as tests/release_worker.py gives them)."""
+    import numpy
+    if not hasattr(numpy, "BUFSIZE"):
+        numpy.BUFSIZE = 8192
+    from torch.distributed.elastic.agent.server import api
+    if not hasattr(api, "log"):
+        api.log = logging.getLogger("torchelastic")
+    if not hasattr(api, "_get_socket_with_port"):
+        api._get_socket_with_port = None
 
 
 # Config key -> (module, class) of every pydantic section DeepSpeedConfig may build. Older releases
@@ -213,8 +231,62 @@ def _is_str(node) -> bool:
 # -- types ----------------------------------------------------------------------------------------
 
 def _is_model(tp) -> bool:
+    """A DeepSpeed config model; under pydantic v1 any model (0.14.x's CommsLoggerConfig is a plain one)."""
     from deepspeed.runtime.config_utils import DeepSpeedConfigModel
-    return isinstance(tp, type) and issubclass(tp, DeepSpeedConfigModel)
+    return isinstance(tp, type) and (issubclass(tp, DeepSpeedConfigModel) or _is_v1(tp))
+
+
+def _is_v1(cls) -> bool:
+    """A pydantic v1 model: DeepSpeed 0.14.x imports BaseModel from pydantic.v1 (deepspeed/pydantic_v1.py)."""
+    try:
+        from pydantic import v1
+    except ImportError:
+        return False
+    return isinstance(cls, type) and issubclass(cls, v1.BaseModel)
+
+
+def _model_fields(cls) -> dict:
+    """Field name -> field, in declaration order (v2 FieldInfo or v1 ModelField)."""
+    return cls.__fields__ if _is_v1(cls) else cls.model_fields
+
+
+def _is_v1_field(field) -> bool:
+    return hasattr(field, "outer_type_")
+
+
+def _annotation(field):
+    """The field's type as written. A v1 ModelField keeps it as outer_type_ with Optional taken off
+    (allow_none says None is valid, also for `x: bool = None`) and ge/gt/le/lt turned into a
+    ConstrainedInt/ConstrainedFloat subclass."""
+    if not _is_v1_field(field):
+        return field.annotation
+    from pydantic.v1 import types as v1_types
+    tp = field.outer_type_
+    for constrained, base in ((v1_types.ConstrainedInt, int), (v1_types.ConstrainedFloat, float),
+                              (v1_types.ConstrainedStr, str)):
+        if isinstance(tp, type) and issubclass(tp, constrained):
+            tp = base
+    if field.allow_none and tp not in (typing.Any, object) and type(None) not in typing.get_args(tp):
+        tp = tp | None
+    return tp
+
+
+def _alias(field) -> str | None:
+    if _is_v1_field(field):
+        return field.alias if field.has_alias else None
+    return field.alias
+
+
+def _excluded(field) -> bool:
+    return bool(field.field_info.exclude if _is_v1_field(field) else field.exclude)
+
+
+def _description(field) -> str | None:
+    return field.field_info.description if _is_v1_field(field) else field.description
+
+
+def _raw_default(field):
+    return field.get_default() if _is_v1_field(field) else field.get_default(call_default_factory=True)
 
 
 def _descriptor(tp):
@@ -235,7 +307,7 @@ def _descriptor(tp):
     if origin is tuple:
         return "tuple"
     simple = {bool: "bool", int: "int", float: "float", str: "str", pathlib.Path: "path", object: "any",
-              dict: "dict", list: "list", tuple: "tuple", torch.dtype: "dtype"}
+              typing.Any: "any", dict: "dict", list: "list", tuple: "tuple", torch.dtype: "dtype"}
     if tp in simple:
         return simple[tp]
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -263,6 +335,8 @@ def _jsonable(value):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if hasattr(value, "model_dump"):
         return _jsonable(value.model_dump())
+    if _is_v1(type(value)):
+        return _jsonable(value.dict())
     return str(value)  # pathlib.Path, torch.dtype
 
 
@@ -301,6 +375,12 @@ _KEYWORD_OF = dict(_BOUNDS.values())
 
 def _constraints(field) -> dict:
     out = {}
+    if _is_v1_field(field):  # v1 keeps them on FieldInfo; get_constraints() names those set
+        info = field.field_info
+        unsupported = info.get_constraints() - set(_KEYWORD_OF)
+        if unsupported:
+            raise SystemExit(f"build_schema: unsupported constraint {sorted(unsupported)} on {field.name}")
+        return {attr: _jsonable(getattr(info, attr)) for attr in _KEYWORD_OF if getattr(info, attr) is not None}
     for meta in field.metadata:
         kind = type(meta).__name__
         if kind not in _BOUNDS:
@@ -316,15 +396,17 @@ def _default(cls, name, field, instance):
     Optional fields keep their raw default: None is always valid there, and an after-validator may
     replace it depending on other fields (overlap_comm becomes stage == 3).
     """
-    raw = field.get_default(call_default_factory=True)
+    raw = _raw_default(field)
     if raw is None:
         return None
-    if field.exclude:
+    if _excluded(field):
         return _jsonable(raw)
     return _jsonable(getattr(instance, name))
 
 
 def _validators(cls) -> list[dict]:
+    if _is_v1(cls):
+        return _v1_validators(cls)
     decorators = cls.__pydantic_decorators__
     out = []
     for name, dec in decorators.model_validators.items():
@@ -334,8 +416,28 @@ def _validators(cls) -> list[dict]:
     return out
 
 
+def _v1_validators(cls) -> list[dict]:
+    """v1 root validators (pre, then post with skip_on_failure) and @validator functions, the fields
+    each one is declared for; "after" is v1's default (not pre)."""
+    out = [{"name": func.__name__, "kind": "model", "mode": "before"} for func in cls.__pre_root_validators__]
+    for skip_on_failure, func in cls.__post_root_validators__:
+        out.append({"name": func.__name__, "kind": "model", "mode": "after"})
+        if skip_on_failure:
+            out[-1]["skip_on_failure"] = True
+    by_function: dict[tuple[str, str], list[str]] = {}
+    for field_name, validators in cls.__validators__.items():
+        for validator in validators:
+            if validator.each_item:
+                raise SystemExit(f"build_schema: each_item validator {validator.func.__name__} not supported")
+            mode = "before" if validator.pre else "after"
+            by_function.setdefault((validator.func.__name__, mode), []).append(field_name)
+    for (name, mode), fields in by_function.items():
+        out.append({"name": name, "kind": "field", "mode": mode, "fields": fields})
+    return out
+
+
 def _deprecation(cls, field) -> dict | None:
-    extra = field.json_schema_extra
+    extra = field.field_info.extra if _is_v1_field(field) else field.json_schema_extra
     if not isinstance(extra, dict) or not extra.get("deprecated"):
         return None
     info = {"new_param": extra.get("new_param", ""), "set_new_param": extra.get("set_new_param", True)}
@@ -353,16 +455,18 @@ def model_schema(cls) -> dict:
     docs = _field_docstrings(cls)
     instance = cls()
     nested = {}
-    for field in cls.model_fields.values():
-        for tp in _walk_types(field.annotation):
+    fields = _model_fields(cls)
+    for field in fields.values():
+        for tp in _walk_types(_annotation(field)):
             if _is_model(tp) and tp.__name__ not in nested:
                 nested[tp.__name__] = model_schema(tp)
     props: dict[str, dict] = {}
     exclusive: list[list[str]] = []
-    for name, field in cls.model_fields.items():
-        desc = _descriptor(field.annotation)
+    for name, field in fields.items():
+        desc = _descriptor(_annotation(field))
+        alias = _alias(field)
         prop = copy.deepcopy(_type_schema(desc, nested))
-        doc = docs.get(name) or field.description
+        doc = docs.get(name) or _description(field)
         if doc:
             prop["description"] = doc  # the field's own text wins over a nested model's class docstring
         cons = _constraints(field)
@@ -370,29 +474,29 @@ def model_schema(cls) -> dict:
             prop[_KEYWORD_OF[attr]] = value
         prop["default"] = _default(cls, name, field, instance)
         x = {"field": name, "type": desc}
-        if field.alias:
-            x["alias"] = field.alias
+        if alias:
+            x["alias"] = alias
         if cons:
             x["constraints"] = cons
-        if field.exclude:
+        if _excluded(field):
             x["exclude"] = True
         prop["x-pydantic"] = x
         dep = _deprecation(cls, field)
         if dep:
             prop["deprecated"] = True
             prop["x-deepspeed-deprecated"] = dep
-            new = cls.model_fields.get(dep["new_param"])
+            new = fields.get(dep["new_param"])
             if new is not None and dep["set_new_param"]:
-                for spelling in dict.fromkeys([dep["new_param"], new.alias or dep["new_param"]]):
+                for spelling in dict.fromkeys([dep["new_param"], _alias(new) or dep["new_param"]]):
                     exclusive.append([name, spelling])
-        if field.alias:
-            props[field.alias] = prop
+        if alias:
+            props[alias] = prop
             bare = copy.deepcopy(prop)
-            bare["description"] = (f"Same setting as `{field.alias}` (DeepSpeed accepts both spellings; giving both "
+            bare["description"] = (f"Same setting as `{alias}` (DeepSpeed accepts both spellings; giving both "
                                    f"is an error). " + prop.get("description", "")).strip()
-            bare["x-deepspeed-spelling-of"] = field.alias
+            bare["x-deepspeed-spelling-of"] = alias
             props[name] = bare
-            exclusive.append([name, field.alias])
+            exclusive.append([name, alias])
         else:
             props[name] = prop
     schema = {
@@ -402,15 +506,27 @@ def model_schema(cls) -> dict:
         "properties": props,
         "x-deepspeed-model": {
             "class": f"{cls.__module__}.{cls.__qualname__}",
-            "extra": cls.model_config.get("extra", "ignore"),
+            "extra": _extra(cls),
             "validators": _validators(cls),
         },
     }
+    if _is_v1(cls):
+        schema["x-deepspeed-model"]["pydantic"] = 1
+        from deepspeed.runtime.config_utils import DeepSpeedConfigModel
+        if not issubclass(cls, DeepSpeedConfigModel):
+            # a plain BaseModel: no "auto" dropped, no `strict` argument, no deprecation migration
+            schema["x-deepspeed-model"]["deepspeed_init"] = False
     if cls.__doc__ and cls.__doc__.strip() and not cls.__doc__.startswith(("Usage docs", "!!!")):
         schema["description"] = _clean(cls.__doc__)
     if exclusive:
         schema["allOf"] = [{"not": {"required": pair}} for pair in exclusive]
     return schema
+
+
+def _extra(cls) -> str:
+    if _is_v1(cls):
+        return cls.__config__.extra.value  # an Extra enum member
+    return cls.model_config.get("extra", "ignore")
 
 
 def _walk_types(tp):
@@ -433,10 +549,14 @@ def _removed(message: str) -> dict:
             "x-deepspeed-removed": message}
 
 
-def _locate(root: dict, path: str) -> dict:
+def _locate(root: dict, path: str) -> dict | None:
+    """The property at `path`; None when this release has no model for it (fp16 and bf16 are read with
+    dict.get before 0.16.x, and lenient.json describes the newest release)."""
     node = root
     for part in path.split("/"):
-        node = _object_branch(node)["properties"][part]
+        node = _object_branch(node)["properties"].get(part)
+        if node is None:
+            return None
     return node
 
 
@@ -523,7 +643,9 @@ def build() -> dict:
                               "validators": []},
     }
     for path, fill in FILLS.items():
-        _allow_auto(_locate(root, path), fill)
+        prop = _locate(root, path)
+        if prop is not None:
+            _allow_auto(prop, fill)
     return root
 
 
@@ -533,9 +655,15 @@ def render(schema: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the committed schema is out of date")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="fail if the committed schema is out of date")
+    mode.add_argument("--stdout", action="store_true",
+                      help="print the schema instead of writing it (for the release on PYTHONPATH)")
     args = parser.parse_args(argv)
     text = render(build())
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
     return write_or_check(OUTPUT, text, "scripts/build_schema.py", args.check)
 
 if __name__ == "__main__":
