@@ -169,6 +169,7 @@ SECTIONS = {
     "comms_logger": ("deepspeed.comm.config", "CommsLoggerConfig"),
     "hybrid_engine": ("deepspeed.runtime.config", "HybridEngineConfig"),
     "compile": ("deepspeed.compile.config", "CompileConfig"),
+    "compile ": ("deepspeed.runtime.compiler", "CompileConfig"),  # 0.14.0-0.14.3 (key padded: a second place)
     "timers/throughput": ("deepspeed.utils.config", "DeepSpeedThroughputTimerConfig"),
     "tensor_parallel": ("deepspeed.runtime.tensor_parallel.config", "TPTrainingConfig"),
     "weight_quantization": ("deepspeed.inference.config", "WeightQuantConfig"),
@@ -181,7 +182,7 @@ def _sections():
     found = {}
     for key, (module, name) in SECTIONS.items():
         try:
-            found[key] = getattr(importlib.import_module(module), name)
+            found.setdefault(key.strip(), getattr(importlib.import_module(module), name))
         except (ImportError, AttributeError):
             continue
     return found

@@ -149,6 +149,9 @@ def _check_pydantic_sections(config: dict, ctx: _Context) -> None:
     # field of that model: "auto" is dropped, anything but a mapping is a model_type error.
     for key in ("tensorboard", "wandb", "csv_monitor", "comet"):
         model = _section(key)
+        if model is None:  # a monitor this release does not have: never read
+            ctx.resolved[key] = {}
+            continue
         pointer = "/" + key
         value = config.get(key, {})
         if is_auto(value):
@@ -266,6 +269,8 @@ def _timers(config: dict, ctx: _Context):
 
 def _call(model: dict, data, pointer: str, ctx: _Context, key_pointers=None):
     """`Model(**data)`: anything but a mapping is a TypeError before pydantic runs."""
+    if model is None:  # a section the replayed release does not model: it never reads it
+        return {}
     if not isinstance(data, dict):
         fix = None
         if isinstance(data, bool) and "enabled" in _schema.known_keys(model):
