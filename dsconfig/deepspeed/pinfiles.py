@@ -26,14 +26,13 @@ LOCK_BYTES = 16 << 20
 MAX_REQUIREMENT_FILES = 32  # per folder, `-r` includes counted: more than real trees hold, bounded for hostile ones
 
 # The lines of a requirements file that matter: includes, and those naming deepspeed.
-CANDIDATE = re.compile(r"^[ \t]*(?:-[rc]|--requirement|--constraint).*|^.*deepspeed.*", re.MULTILINE | re.IGNORECASE)
-CONDA = re.compile(r"(?:\S+::)?deepspeed(?![\w.-])(.*)", re.IGNORECASE)  # `conda-forge::deepspeed=0.16`
-INCLUDE = re.compile(r"(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s+|(?<=[rc]))(\S+)")
+CANDIDATE = r"(?im)^[ \t]*(?:-[rc]|--requirement|--constraint).*|^.*deepspeed.*"
+CONDA = r"(?i)(?:\S+::)?deepspeed(?![\w.-])(.*)"  # `conda-forge::deepspeed=0.16`
+INCLUDE = r"(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s+|(?<=[rc]))(\S+)"
 # `version` follows `name` in the same [[package]] table (uv.lock, poetry.lock); a few lines at most are
 # searched, so a hostile lock costs linear time.
-LOCKED = re.compile(r'^name\s*=\s*"deepspeed"\s*\n(?:(?!\[).*\n){0,8}?version\s*=\s*"([^"\n]*)"',
-                    re.MULTILINE | re.IGNORECASE)
-POETRY_KEY = re.compile(r"^[ \t]*[\"']?deepspeed[\"']?[ \t]*=", re.MULTILINE | re.IGNORECASE)
+LOCKED = r'(?im)^name\s*=\s*"deepspeed"\s*\n(?:(?!\[).*\n){0,8}?version\s*=\s*"([^"\n]*)"'
+POETRY_KEY = r"(?im)^[ \t]*[\"']?deepspeed[\"']?[ \t]*="
 
 
 class Pin(NamedTuple):
@@ -106,10 +105,10 @@ def _requirements(path: str, seen: set[str]) -> list[Pin]:
     seen.add(path)
     text = read_text(path) or ""
     number, position = 1, 0
-    for candidate in CANDIDATE.finditer(text):
+    for candidate in re.finditer(CANDIDATE, text):
         number, position = number + text.count("\n", position, candidate.start()), candidate.start()
         line = re.split(r"(?:^|\s)#", candidate.group())[0].strip().rstrip("\\")
-        include = INCLUDE.fullmatch(line)
+        include = re.fullmatch(INCLUDE, line)
         if include:  # pip reads an included file relative to the including one
             pins = _requirements(os.path.join(os.path.dirname(path), include.group(1)), seen)
         else:
@@ -121,7 +120,7 @@ def _requirements(path: str, seen: set[str]) -> list[Pin]:
 
 def _locked(path: str, seen: set[str]) -> list[Pin]:
     text = read_text(path, LOCK_BYTES) or ""
-    match = LOCKED.search(text) if "deepspeed" in text.lower() else None
+    match = re.search(LOCKED, text) if "deepspeed" in text.lower() else None
     if match is None:
         return []
     line = text.count("\n", 0, match.start(1)) + 1
@@ -142,7 +141,7 @@ def _environment(path: str, seen: set[str]) -> list[Pin]:
         if re.fullmatch(r"pip\s*:", entry):
             pip_indent = indent
             continue
-        conda = CONDA.fullmatch(entry) if pip_indent is None else None
+        conda = re.fullmatch(CONDA, entry) if pip_indent is None else None
         pins = (_pin(entry, specifiers.conda(conda.group(1)), path, number) if conda
                 else _requirement(entry, path, number) if pip_indent is not None else [])
         if pins:
@@ -175,7 +174,7 @@ def _pyproject(path: str, seen: set[str]) -> list[Pin]:
                           for item in (value if isinstance(value, list) else [value])]
                 parsed = [specifiers.poetry(item) if isinstance(item, str) else None for item in values]
                 if values and None not in parsed:
-                    spec, found = f"deepspeed = {' || '.join(values)}", POETRY_KEY.search(text)
+                    spec, found = f"deepspeed = {' || '.join(values)}", re.search(POETRY_KEY, text)
                     return _pin(spec, tuple(terms for constraint in parsed for terms in constraint), path,
                                 _line_of(text, found.start() if found else -1))
     return []

@@ -25,8 +25,9 @@ from .releases import NEWEST, SUPPORTED, key
 
 OLDEST = SUPPORTED[0]
 
-GIVEN = re.compile(r"[vV]?(\d{1,9})\.(\d{1,9})\.(\d{1,9})(\+[\w.]+)?")  # 9 digits: int() refuses 4,300
-RELEASE = re.compile(r"(\d{1,9})\.(\d{1,9})\.(\d{1,9})(?!\d)")  # leads "0.17.2.dev0" and "0.16.9+cu121"
+# Patterns are strings, compiled on first use (re caches them): most runs need none of them.
+GIVEN = r"[vV]?(\d{1,9})\.(\d{1,9})\.(\d{1,9})(\+[\w.]+)?"  # 9 digits: int() refuses 4,300
+RELEASE = r"(\d{1,9})\.(\d{1,9})\.(\d{1,9})(?!\d)"  # leads "0.17.2.dev0" and "0.16.9+cu121"
 
 
 class VersionError(ValueError):
@@ -66,7 +67,7 @@ def _given(value, source: str, label: str, prefix: str) -> Choice:
     text = value.strip()
     if text.lower() == "all":  # the caller replays every release
         return Choice("all", f"every supported release ({label.format('all')})", source)
-    match = GIVEN.fullmatch(text)
+    match = re.fullmatch(GIVEN, text)
     if match is None:
         raise VersionError(f"{prefix}{brief(text, 40)} is not a DeepSpeed version: write one like 0.16.9, or all")
     version = _release(match)
@@ -97,7 +98,7 @@ def _installed() -> tuple[str, Choice | None]:
     found = _installed_version()
     if found is None:
         return "", None
-    match = RELEASE.match(found)
+    match = re.match(RELEASE, found)
     if match is None:
         what = f"version {brief(found, 40)} is no release number" if found else "metadata gives no version"
         return f"the installed deepspeed's {what}", None
@@ -116,7 +117,8 @@ def _installed() -> tuple[str, Choice | None]:
 def _installed_version() -> str | None:
     """The `Version:` of the first deepspeed-*.dist-info (or .egg-info) on sys.path, as
     importlib.metadata.version("deepspeed") finds it ("" when unreadable), without importing
-    importlib.metadata: that import costs about 25 ms, a third of a cold `dsconfig lint` (measured)."""
+    importlib.metadata, whose import and lookup add about 27 ms to a cold `dsconfig lint` of about 60 ms
+    (measured; this lookup adds under 5 ms)."""
     for entry in sys.path:
         for name in listing(entry or "."):
             stem, _, suffix = name.lower().rpartition(".")

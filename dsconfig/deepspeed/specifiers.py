@@ -18,11 +18,12 @@ Constraint = tuple[tuple[Term, ...], ...]
 ANY: Constraint = ((),)
 # Real constraints are a few dozen characters; a hostile one of 100,000 terms would cost seconds per release.
 MAX_LENGTH = 400
-TERM = re.compile(r"(===|==|!=|~=|<=|>=|<|>)\s*(\S+)")
+# Patterns are strings, compiled on first use (re caches them).
+TERM = r"(===|==|!=|~=|<=|>=|<|>)\s*(\S+)"
 # A version's numbers (at most 9 digits each: int() refuses 4,300), then `.*`, or a suffix such as `rc1`, `.post1`.
-VERSION = re.compile(r"v?(\d{1,9}(?:\.\d{1,9})*)(\.\*|\.?[a-z+!-][\w.+!-]*)?", re.IGNORECASE)
+VERSION = r"(?i)v?(\d{1,9}(?:\.\d{1,9})*)(\.\*|\.?[a-z+!-][\w.+!-]*)?"
 # The name, extras, then the specifiers up to a marker (`;`) or a URL (`@`); PEP 508 allows parentheses.
-REQUIREMENT = re.compile(r"\s*deepspeed(?![\w.-])\s*(?:\[[^\]]*\])?\s*\(?(?P<spec>[^;@)]*)", re.IGNORECASE)
+REQUIREMENT = r"(?i)\s*deepspeed(?![\w.-])\s*(?:\[[^\]]*\])?\s*\(?(?P<spec>[^;@)]*)"
 
 
 def allows(constraint: Constraint, release: str) -> bool:
@@ -54,7 +55,7 @@ def _padded(numbers: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]
 def requirement(text: str) -> tuple[str, Constraint] | None:
     """A PEP 508 requirement on deepspeed (`deepspeed[autotuning]>=0.14,<0.17; python_version>"3.9"`):
     the requirement as written without its marker, and its constraint. None for anything else."""
-    match = REQUIREMENT.match(text)
+    match = re.match(REQUIREMENT, text)
     constraint = pep440(match.group("spec")) if match else None
     return None if constraint is None else (" ".join(text.split(";")[0].split()), constraint)
 
@@ -65,8 +66,8 @@ def pep440(text: str) -> Constraint | None:
         return None
     terms = []
     for piece in filter(None, (piece.strip() for piece in text.split(","))):
-        match = TERM.fullmatch(piece)
-        version = match and (VERSION.fullmatch(match.group(2)) or match.group(1) == "===")  # === compares text
+        match = re.fullmatch(TERM, piece)
+        version = match and (re.fullmatch(VERSION, match.group(2)) or match.group(1) == "===")  # === compares text
         if not version:
             return None
         terms.append((match.group(1), match.group(2).lstrip("vV") if match.group(1) != "===" else match.group(2)))
@@ -82,7 +83,7 @@ def poetry(text: str) -> Constraint | None:
     for part in text.split("||"):
         terms: list[Term] = []
         for piece in re.sub(r"([<>=!~^])\s+", r"\1", part).replace(",", " ").split():
-            bound = VERSION.fullmatch(piece[1:]) if piece[0] in "^~" and piece[:2] != "~=" else None
+            bound = re.fullmatch(VERSION, piece[1:]) if piece[0] in "^~" and piece[:2] != "~=" else None
             if bound and bound.group(2) != ".*":
                 numbers = key(bound.group(1))
                 # the upper bound: ^ bumps the first non-zero number (the last when all are 0), ~ the second
@@ -101,7 +102,7 @@ def poetry(text: str) -> Constraint | None:
 
 def exact(version: str) -> Constraint | None:
     """`==version` (a lock file's), or None when it is not a version."""
-    return ((("==", version),),) if VERSION.fullmatch(version) else None
+    return ((("==", version),),) if re.fullmatch(VERSION, version) else None
 
 
 def conda(text: str) -> Constraint | None:
