@@ -53,7 +53,9 @@ def test_json_output_has_exactly_the_documented_keys(tmp_path):
                                         "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "CPU"}}},
                              "--world-size", "4")
     assert status == 1
-    assert items and all(set(item) == JSON_KEYS for item in items)
+    # DeepSpeed findings also say which release was replayed (the installed one here)
+    assert items and all(set(item) == JSON_KEYS | {"deepspeed_version"} for item in items)
+    assert {item["deepspeed_version"] for item in items} == {"0.19.8"}
     assert all(item["severity"] in ("error", "warning", "info") for item in items)
     assert all(item["fails_in"] in ("load", "parse", "initialize", None) for item in items)
     device = next(item for item in items if item["pointer"] == "/zero_optimization/offload_optimizer/device")

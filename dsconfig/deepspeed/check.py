@@ -113,8 +113,8 @@ def removed_keys(config: dict) -> list[Finding]:
         for part in parts[:-1]:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict) and parts[-1] in node:
-            findings.append(Finding(REMOVED_KEY, f"DeepSpeed 0.19.8 fails: {message.strip()}", pointer, fails_in=LOAD,
-                                    on_key=True))
+            findings.append(Finding(REMOVED_KEY, f"DeepSpeed {schema.active()} fails: {message.strip()}"
+                                    f"{schema.other_releases_note(pointer)}", pointer, fails_in=LOAD, on_key=True))
     return findings
 
 

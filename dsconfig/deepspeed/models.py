@@ -402,8 +402,9 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
             continue
         candidates = [k for k in model["properties"] if k not in removed]
         hint, fix = _did_you_mean(key, candidates)
-        ctx.add(UNKNOWN_KEY, f"Unknown key `{key}` in `{dotted(pointer)}`: DeepSpeed rejects it (Extra inputs are not "
-                f"permitted){hint}", where(key), fails_in=PARSE, fix=fix, on_key=True)
+        ctx.add(UNKNOWN_KEY, f"Unknown key `{key}` in `{dotted(pointer)}`: DeepSpeed {_schema.active()} rejects it "
+                f"(Extra inputs are not permitted){_schema.other_releases_note(where(key))}{hint}", where(key),
+                fails_in=PARSE, fix=fix, on_key=True)
 
     # Deprecated keys are announced whether or not the rest validates.
     for field in fields:

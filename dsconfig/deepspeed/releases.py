@@ -100,3 +100,16 @@ def same_behaviour(versions) -> list[list[str]]:
         else:
             groups.append([version])
     return groups
+
+
+def spans(versions) -> str:
+    """"0.14.0 to 0.17.0, 0.18.3 to 0.19.8": runs of consecutive supported releases."""
+    chosen = set(versions)
+    runs: list[list[str]] = []
+    for version in SUPPORTED:
+        if version in chosen:
+            if runs and SUPPORTED.index(runs[-1][-1]) == SUPPORTED.index(version) - 1:
+                runs[-1].append(version)
+            else:
+                runs.append([version])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}" for run in runs)

@@ -192,3 +192,28 @@ def _removed(version: str) -> tuple[tuple[str, str], ...]:
             if "x-deepspeed-removed" in prop:
                 found.append((pointer_join(parent, key), prop["x-deepspeed-removed"]))
     return tuple(found)
+
+
+def accepted_by(pointer: str) -> list[str]:
+    """The supported releases whose schema has the key at `pointer` (not removed), for messages that say
+    which releases accept what the replayed one rejects."""
+    found = []
+    for group in releases.same_behaviour(releases.SUPPORTED):
+        prop = _property_in(_of_release(group[-1]), pointer)
+        if prop is not None and "x-deepspeed-removed" not in prop and "not" not in prop:
+            found.extend(group)
+    return found
+
+
+def _property_in(node: dict, pointer: str) -> dict | None:
+    for token in pointer_tokens(pointer):
+        node = property_of(node, token)
+        if node is None:
+            return None
+    return node
+
+
+def other_releases_note(pointer: str) -> str:
+    """"; 0.14.0 to 0.19.6 accept it" (empty when no supported release does)."""
+    versions = accepted_by(pointer)
+    return f"; DeepSpeed {releases.spans(versions)} accept it" if versions else ""
