@@ -190,7 +190,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
     release = choose_release(deepspeed_version, selection.settings, inputs.paths)
     if release.version == "all":
         from .releases_table import lint_all_releases
-        sys.exit(lint_all_releases(inputs, selection, exclude, respect_gitignore, output_format, output_file))
+        sys.exit(lint_all_releases(_run, inputs, selection, exclude, respect_gitignore, output_format, output_file))
     inputs = inputs._replace(options=inputs.options._replace(deepspeed_version=release.version))
     outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes,
                    writing=apply_fixes and not diff)

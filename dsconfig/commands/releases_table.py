@@ -17,13 +17,13 @@ from ..deepspeed import releases
 from ..phases import LOAD, PARSE
 
 
-def lint_all_releases(inputs, selection, exclude, respect_gitignore: bool, output_format: str, output_file) -> int:
-    from .lint import _run
-
+def lint_all_releases(run, inputs, selection, exclude, respect_gitignore: bool, output_format: str,
+                      output_file) -> int:
+    """`run` is the lint command's own run (collect, lint, select, suppress), called once per group."""
     verdicts: dict[str, list] = {}  # file -> [(first release, last release, [first error] or [])]
     for group in releases.same_behaviour(releases.SUPPORTED):
         options = inputs.options._replace(deepspeed_version=group[-1])
-        outcome = _run(inputs._replace(options=options), selection, exclude, respect_gitignore,
+        outcome = run(inputs._replace(options=options), selection, exclude, respect_gitignore,
                        fixing=False, unsafe=False)
         fatal: dict[str, list] = {}
         for finding in outcome.findings:
@@ -34,8 +34,9 @@ def lint_all_releases(inputs, selection, exclude, respect_gitignore: bool, outpu
                 continue
             errors = [(f.code, f.line, f.message) for f in fatal.get(path, [])[:1]]
             ranges = verdicts.setdefault(path, [])
-            if ranges and ranges[-1][2] == errors:
-                ranges[-1] = (ranges[-1][0], group[-1], errors)
+            # the same error (code and line) in neighbouring groups is one range; its text names a release
+            if ranges and [e[:2] for e in ranges[-1][2]] == [e[:2] for e in errors]:
+                ranges[-1] = (ranges[-1][0], group[-1], ranges[-1][2])
             else:
                 ranges.append((group[0], group[-1], errors))
     text = _json(verdicts) if output_format == "json" else _text(verdicts)

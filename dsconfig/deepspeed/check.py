@@ -114,7 +114,8 @@ def removed_keys(config: dict) -> list[Finding]:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict) and parts[-1] in node:
             findings.append(Finding(REMOVED_KEY, f"DeepSpeed {schema.active()} fails: {message.strip()}"
-                                    f"{schema.other_releases_note(pointer)}", pointer, fails_in=LOAD, on_key=True))
+                                    f"{schema.other_releases_note(pointer, removed_block=True)}", pointer, fails_in=LOAD,
+                                    on_key=True))
     return findings
 
 

@@ -186,7 +186,7 @@ def removed() -> tuple[tuple[str, str], ...]:
 def _removed(version: str) -> tuple[tuple[str, str], ...]:
     found = []
     for parent in ("", "/zero_optimization"):
-        node = property_at(parent) if parent else root()
+        node = _property_in(_of_release(version), parent) if parent else _of_release(version)
         branch = object_branch(node) or {}
         for key, prop in branch.get("properties", {}).items():
             if "x-deepspeed-removed" in prop:
@@ -213,7 +213,16 @@ def _property_in(node: dict, pointer: str) -> dict | None:
     return node
 
 
-def other_releases_note(pointer: str) -> str:
-    """"; 0.14.0 to 0.19.6 accept it" (empty when no supported release does)."""
-    versions = accepted_by(pointer)
+def not_removed_in(pointer: str) -> list[str]:
+    """The supported releases that do not refuse the block at `pointer` by name."""
+    found = []
+    for group in releases.same_behaviour(releases.SUPPORTED):
+        if pointer not in dict(_removed(group[-1])):
+            found.extend(group)
+    return found
+
+
+def other_releases_note(pointer: str, removed_block: bool = False) -> str:
+    """"; DeepSpeed 0.14.0 to 0.19.6 accept it" (empty when no supported release does)."""
+    versions = not_removed_in(pointer) if removed_block else accepted_by(pointer)
     return f"; DeepSpeed {releases.spans(versions)} accept it" if versions else ""
