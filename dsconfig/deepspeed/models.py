@@ -35,7 +35,7 @@ from ..rules.keys import (
 from ..rules.precision import BFLOAT16_KEY, BFLOAT16_SHADOWED, LOSS_SCALE_WINDOW
 from ..rules.sections import SECTION_TYPE
 from ..rules.zero import COMPUTE_GRAD_NORM, PARTIAL_OFFLOAD_STAGE, ZERO_LEGACY_FORMAT
-from ..values import closest, is_auto, json_type, to_json
+from ..values import brief, closest, is_auto, json_type, to_json
 from . import pydantic_v1
 from . import schema as _schema
 
@@ -454,10 +454,9 @@ def _build_v1(model: dict, data, pointer: str, ctx: _Context, key_pointers: dict
         ctx.add(DEPRECATED_KEY, f"`{loc[-1]}` is deprecated" + (f"; use `{new}`" if new else ""), where(loc),
                 fix=fix, on_key=True)
     for loc, original, result in notes.coerced:
-        if _coerced(original, result):
-            # a model-typed key written as "" or a list of pairs: v1 builds the model from dict() of it
-            text = to_json(dict(original) if isinstance(result, dict) else result)
-            ctx.add(COERCED_VALUE, f"DeepSpeed converts {to_json(original)} to {text} for `{dotted(where(loc))}`; "
+        if _coerced(original, result) and not isinstance(result, (dict, list)):
+            text = to_json(result)
+            ctx.add(COERCED_VALUE, f"DeepSpeed converts {brief(original)} to {text} for `{dotted(where(loc))}`; "
                     f"write {text}", where(loc), fix=text)
     return values
 

@@ -137,26 +137,30 @@ def _path(value, loc):
     raise Invalid.one(loc, "value is not a valid path", "type_error.path")
 
 
+# Lists and dicts are returned as given, as v1 returns them (a copy would recurse as deep as the value).
+
 def _any(value, loc):
-    return copy.deepcopy(value)
+    return value
 
 
 def _dict(value, loc):
+    if isinstance(value, dict):
+        return value
     try:
-        return copy.deepcopy(dict(value))  # also a list of pairs, "" and []
+        return dict(value)  # also a list of pairs, "" and []
     except (TypeError, ValueError):
         raise Invalid.one(loc, "value is not a valid dict", "type_error.dict") from None
 
 
 def _list(value, loc):
     if isinstance(value, list):
-        return copy.deepcopy(value)
+        return value
     raise Invalid.one(loc, "value is not a valid list", "type_error.list")
 
 
 def _tuple(value, loc):
     if isinstance(value, list):
-        return copy.deepcopy(value)  # a tuple, kept as a JSON list
+        return value  # a tuple, kept as a JSON list
     raise Invalid.one(loc, "value is not a valid tuple", "type_error.tuple")
 
 
@@ -184,7 +188,8 @@ def validate(desc, value, models: dict | None = None, notes: Notes | None = None
     """The value pydantic v1 makes of `value` for a field typed `desc`, as JSON-like data.
 
     `models` maps the name of each nested model ({"model": name}) to its schema; `notes` collects
-    what nested models drop and coerce. Raises Invalid."""
+    what nested models drop and coerce. Lists and dicts in the result are the input's own. Raises
+    Invalid."""
     if value is None:
         if _allows_none(desc):
             return None
@@ -307,23 +312,23 @@ class _Field(NamedTuple):
     models: dict  # nested model name -> schema
 
 
-_FIELDS: dict[int, list[_Field]] = {}
+_FIELDS: dict[int, tuple[dict, list[_Field]]] = {}  # holding the model keeps its id unique
 
 
 def fields(model: dict) -> list[_Field]:
     """The model's fields in declaration order (the schema lists an aliased field twice)."""
-    cached = _FIELDS.get(id(model))
-    if cached is None:
-        cached, seen = [], set()
-        for prop in model["properties"].values():
-            x = prop.get("x-pydantic")
-            if x is None or x["field"] in seen:  # a removed key, or the bare twin of an alias
-                continue
-            seen.add(x["field"])
-            cached.append(_Field(x["field"], x.get("alias"), x["type"], x.get("constraints", {}), prop.get("default"),
-                                 x.get("exclude", False), prop.get("x-deepspeed-deprecated"), _models_in(prop)))
-        _FIELDS[id(model)] = cached
-    return cached
+    if id(model) in _FIELDS:
+        return _FIELDS[id(model)][1]
+    found, seen = [], set()
+    for prop in model["properties"].values():
+        x = prop.get("x-pydantic")
+        if x is None or x["field"] in seen:  # a removed key, or the bare twin of an alias
+            continue
+        seen.add(x["field"])
+        found.append(_Field(x["field"], x.get("alias"), x["type"], x.get("constraints", {}), prop.get("default"),
+                            x.get("exclude", False), prop.get("x-deepspeed-deprecated"), _models_in(prop)))
+    _FIELDS[id(model)] = (model, found)
+    return found
 
 
 def _models_in(node, found=None) -> dict:
@@ -355,7 +360,8 @@ def build(model: dict, data: dict, notes: Notes | None = None, loc: tuple = ()) 
     errors: list[Error] = []
     fields_set: set[str] = set()
     used: set[str] = set()
-    populate_by_name = info.get("populate_by_name", True)
+    # DeepSpeedConfigModel sets allow_population_by_field_name; a plain BaseModel does not
+    populate_by_name = info.get("deepspeed_init", True)
     for field in fields(model):
         key = field.alias or field.name
         value = data.get(key, _MISSING)
@@ -435,7 +441,7 @@ def _extra(info, data: dict, used: set, values: dict, fields_set: set, model: di
         return []
     fields_set |= extra
     if mode == "allow":
-        values.update({key: copy.deepcopy(data[key]) for key in data if key in extra})
+        values.update({key: data[key] for key in data if key in extra})
         return []
     return [Error((*loc, key), "extra fields not permitted", "value_error.extra") for key in sorted(extra)]
 
@@ -486,9 +492,9 @@ def _name(info: dict) -> str:
 
 def _validator_names(info: dict, kind: str, mode: str, field: str | None = None):
     for spec in info.get("validators", ()):
-        if spec["kind"] == kind and spec["mode"] == mode and (field is None or field in spec.get("fields", ())):
-            if (_name(info), spec["name"]) in VALIDATORS:
-                yield spec["name"]
+        if spec["kind"] == kind and spec["mode"] == mode and (field is None or field in spec.get("fields", ())) \
+                and (_name(info), spec["name"]) in VALIDATORS:
+            yield spec["name"]
 
 
 def _run(impl, args: tuple, loc: tuple):
@@ -508,14 +514,15 @@ def _run(impl, args: tuple, loc: tuple):
 
 def _overlap_comm_valid(value, values):
     if value is None:
-        assert "stage" in values, "DeepSpeedZeroConfig: 'stage' must be defined before 'overlap_comm'"
+        if "stage" not in values:  # stage failed: DeepSpeed's assert adds this error
+            raise AssertionError("DeepSpeedZeroConfig: 'stage' must be defined before 'overlap_comm'")
         value = values["stage"] == 3
     return value
 
 
 def _offload_ratio_check(values):
     # `getattr(values, "offload_optimizer", {})` on the values dict is always {}: in 0.14 a partial
-    # offload ratio passes at every stage (0.15 reads values.offload_optimizer and refuses it)
+    # offload ratio passes at every stage (0.15.0 reads self.offload_optimizer and refuses it)
     return values
 
 

@@ -63,7 +63,7 @@ class ZeroStage(int, enum.Enum):
     optimizer_states = 1
     gradients = 2
     weights = 3
-    max_stage = 3
+    max_stage = 3  # noqa: PIE796 - an alias, as in DeepSpeed
 
 
 class OffloadDevice(str, enum.Enum):
@@ -105,15 +105,18 @@ def _torch_dtype():
     return torch.dtype
 
 
-LEAVES = [bool, int, float, str, pathlib.Path, typing.Any, dict, list, tuple, typing.Dict, typing.List,
+# the typing forms are what is tested: DeepSpeed's annotations use them, and v1 reads them
+LEAVES = [bool, int, float, str, pathlib.Path, typing.Any, dict, list, tuple, typing.Dict, typing.List,  # noqa: UP006
           ZeroStage, OffloadDevice]
 # not Literal[None] alone: v1 takes it for the None type, and Optional of it breaks v1 ("a class is expected")
 literals = st.lists(st.sampled_from(["a", "auto", "cpu", 1, 0, True, 2.5, None]), min_size=1, max_size=3) \
     .filter(lambda choices: set(choices) != {None}).map(lambda choices: typing.Literal[tuple(choices)])
 annotations = st.recursive(
     st.one_of(st.sampled_from(LEAVES), literals),
-    lambda inner: st.one_of(inner.map(lambda t: typing.Optional[t]), inner.map(lambda t: typing.List[t]),
-                            st.lists(inner, min_size=2, max_size=3).map(lambda ts: typing.Union[tuple(ts)])),
+    lambda inner: st.one_of(
+        inner.map(lambda t: typing.Optional[t]),  # noqa: UP045
+        inner.map(lambda t: typing.List[t]),  # noqa: UP006
+        st.lists(inner, min_size=2, max_size=3).map(lambda ts: typing.Union[tuple(ts)])),  # noqa: UP007
     max_leaves=4)
 
 SCALARS = st.one_of(
@@ -126,7 +129,8 @@ SCALARS = st.one_of(
     st.text(max_size=6))
 JSON_VALUES = st.recursive(
     SCALARS,
-    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children, max_size=3),
+    lambda children: st.one_of(st.lists(children, max_size=3),
+                               st.dictionaries(st.text(max_size=3), children, max_size=3),
                                st.lists(st.sampled_from(["ab", ["a", 1], ["device", "cpu"], ["x"]]), max_size=2)),
     max_leaves=5)
 # v1 takes at most one lower and one upper bound (conint refuses gt with ge)
@@ -362,7 +366,8 @@ def some_of(strategies: dict, max_size=4):
 
 
 offload_optimizer = some_of({**OFFLOAD_COMMON, **OPTIMIZER_ONLY})
-offload_param = some_of({**OFFLOAD_COMMON, "buffer_size": counts, "max_in_cpu": counts, "ratio": OPTIMIZER_ONLY["ratio"]})
+offload_param = some_of({**OFFLOAD_COMMON, "buffer_size": counts, "max_in_cpu": counts,
+                         "ratio": OPTIMIZER_ONLY["ratio"]})
 NESTED_JUNK = st.sampled_from(["", [], None, "auto", "cpu", [["device", "cpu"]], ["ab"], 1, [["self", 1]], {"self": 1}])
 ZERO_KEYS = {
     "stage": field(st.sampled_from([0, 1, 2, 3]), st.sampled_from(["3", 3.0, True, 2.5, 4, -1, "x", None, "auto"])),
@@ -450,11 +455,11 @@ DIFFERENCES = [
     ({"reduce_bucket_size": 7.5}, True, "converts 7.5 to 7"),
     ({"stage": True}, True, "converts true to 1"),
     ({"overlap_comm": "on"}, True, 'converts "on" to true'),
-    ({"offload_param": ""}, True, 'converts "" to {}'),
+    ({"offload_param": ""}, True, None),  # dict(""): a default offload_param
     ({"stage": 1, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}, True, None),  # 0.15+: stage 3 only
     ({"stage": "3"}, False, "value is not a valid enumeration member; permitted: 0, 1, 2, 3"),
-    ({"compute_grad_norm": False}, False, "Unknown key `compute_grad_norm` in `zero_optimization`: DeepSpeed "
-                                          "rejects it (extra fields not permitted)"),
+    ({"compute_grad_norm": False}, False,
+     "Unknown key `compute_grad_norm` in `zero_optimization`: DeepSpeed rejects it (extra fields not permitted)"),
 ]
 
 
@@ -473,3 +478,48 @@ def test_default_context_still_validates_as_pydantic_2():
     assert ctx.pydantic == 2
     findings = models.check_sections({"zero_optimization": {"reduce_bucket_size": 7.5}}).findings
     assert any("fractional part" in f.message and f.fails_in == PARSE for f in findings)
+
+
+# -- hostile values: findings, never a crash, in bounded time ---------------------------------------
+
+def _deep(depth: int):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _timed_call(model, section, pydantic: int):
+    import time
+    start = time.perf_counter()
+    ctx = models._Context(pydantic=pydantic)
+    built = models._call(model, section, "/section", ctx)
+    assert all(len(f.message) < 4000 for f in ctx.findings)
+    return built, ctx.findings, time.perf_counter() - start
+
+
+def test_hostile_values_are_findings(v1_schema, zero_model):
+    comms = v1_schema["properties"]["comms_logger"]
+    weights = v1_schema["properties"]["weight_quantization"]
+    cases = [
+        (comms, {"prof_ops": _deep(100_000)}, True),  # a list field keeps the list; nothing walks it
+        (weights, {"quantized_initialization": _deep(100_000)}, False),  # dict() of it: the first item is no pair
+        (weights, {"quantized_initialization": [[f"k{i}", i] for i in range(80_000)]}, True),
+        (zero_model, {"stage": 3, "stag": _deep(100_000), "offload_param": _deep(100_000)}, False),
+        (zero_model, {"sub_group_size": 10 ** 4000, "offload_optimizer": {"ratio": 10 ** 400}}, False),
+        (zero_model, {"reduce_bucket_size": " " + "9" * 4300, "strict": _deep(100_000)}, False),
+    ]
+    for model, section, accepted in cases:
+        built, findings, seconds = _timed_call(model, section, 1)
+        assert (built is not None) is accepted and (any(f.fails_in == PARSE for f in findings) is not accepted)
+        assert seconds < 2.0
+
+
+def test_many_unknown_keys_cost_what_they_cost_under_pydantic_2(zero_model):
+    """The most a 256 KiB file holds: 11,000 unknown keys, each with its did-you-mean."""
+    section = {"stage": 3, **{f"unknown_key_{i}": i for i in range(11_000)}}
+    _, findings_v1, seconds_v1 = _timed_call(zero_model, section, 1)
+    current = models._section("zero_optimization")
+    _, findings_v2, seconds_v2 = _timed_call(current, section, 2)
+    assert len(findings_v1) == len(findings_v2) == 11_000
+    assert seconds_v1 < 1.5 * seconds_v2 + 0.5
