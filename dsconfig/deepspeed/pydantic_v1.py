@@ -360,8 +360,7 @@ def build(model: dict, data: dict, notes: Notes | None = None, loc: tuple = ()) 
     errors: list[Error] = []
     fields_set: set[str] = set()
     used: set[str] = set()
-    # DeepSpeedConfigModel sets allow_population_by_field_name; a plain BaseModel does not
-    populate_by_name = info.get("deepspeed_init", True)
+    populate_by_name = info.get("populate_by_name", True)  # DeepSpeedConfigModel sets it
     for field in fields(model):
         key = field.alias or field.name
         value = data.get(key, _MISSING)

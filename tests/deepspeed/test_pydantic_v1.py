@@ -266,7 +266,7 @@ def _models(node):
 
 
 def test_build_schema_reads_the_v1_models(v1_schema, zero_model):
-    assert v1_schema["x-deepspeed-version"].strip() == RELEASE
+    assert v1_schema["x-deepspeed-version"] == RELEASE
     found = [m for m in _models(v1_schema["properties"]) if m["x-deepspeed-model"]["class"].startswith("deepspeed.")]
     assert len(found) >= 10 and all(m["x-deepspeed-model"]["pydantic"] == 1 for m in found)
     props = zero_model["properties"]
@@ -288,7 +288,7 @@ def test_every_v1_validator_is_implemented(v1_schema):
 
 
 _DUMP_WORKER = r"""
-import importlib.util, json, logging, os, sys
+import importlib, importlib.util, json, logging, os, sys
 spec = importlib.util.spec_from_file_location("release_worker", sys.argv[1])
 worker = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(worker)
@@ -296,12 +296,13 @@ answers = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 logging.disable(logging.CRITICAL)
 worker._older_names()
-from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
 from pydantic.v1 import ValidationError
 answers.write("ready\n")
 for line in sys.stdin:
+    request = json.loads(line)
+    module, _, name = request["class"].rpartition(".")
     try:
-        answer = {"values": DeepSpeedZeroConfig(**json.loads(line)).dict()}
+        answer = {"values": getattr(importlib.import_module(module), name)(**request["data"]).dict()}
     except ValidationError as error:
         answer = {"raises": "ValidationError", "errors": [[e["loc"], e["msg"], e["type"]] for e in error.errors()]}
     except Exception as error:
@@ -311,21 +312,38 @@ for line in sys.stdin:
 
 
 @pytest.fixture(scope="module")
-def zero_dump(release_folder):
-    """DeepSpeedZeroConfig(**data) in 0.14.5: .dict() or the errors, one process for the module."""
+def dump(release_folder):
+    """`Model(**data)` in 0.14.5, for a model schema: .dict() or the errors (one process for the module)."""
     process = subprocess.Popen([sys.executable, "-c", _DUMP_WORKER, str(ROOT / "tests" / "release_worker.py")],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(release_folder),
                                env=dict(os.environ, PYTHONPATH=str(release_folder)))
     assert process.stdout.readline() == "ready\n"
 
-    def ask(data: dict) -> dict:
-        process.stdin.write(json.dumps(data) + "\n")
+    def ask(model: dict, data: dict) -> dict:
+        process.stdin.write(json.dumps({"class": model["x-deepspeed-model"]["class"], "data": data}) + "\n")
         process.stdin.flush()
         return json.loads(process.stdout.readline())
 
     yield ask
     process.stdin.close()
     process.wait(timeout=30)
+
+
+def same_as_release(model: dict, data: dict, dump) -> dict | None:
+    """pydantic_v1.build gives 0.14.5's own .dict(), or its errors, exactly; the values or None."""
+    real = dump(model, data)
+    try:
+        values = json.loads(json.dumps(pydantic_v1.build(model, data)))
+    except pydantic_v1.Invalid as error:
+        aliases = _aliases(model)  # v1 names an aliased field by its alias; ours as written
+        errors = [[[aliases.get(k, k) if e.type != "value_error.extra" else k for k in e.loc], e.msg, e.type]
+                  for e in error.errors]
+        if error.raises != "ValidationError":
+            errors = [[[], e.msg, ""] for e in error.errors]
+        assert {"raises": error.raises, "errors": errors} == real, data
+        return None
+    assert values == real.get("values"), data
+    return values
 
 
 @pytest.fixture(scope="module")
@@ -395,9 +413,9 @@ def _aliases(model: dict) -> dict:
 ZERO_TALLY = {"sections": 0, "refused": 0}
 
 
-def agree_with_release(section, zero_model, zero_dump, oracle) -> None:
+def agree_with_release(section, zero_model, dump, oracle) -> None:
     """DeepSpeedConfig 0.14.5 accepts the section <=> the v1 validator builds it, through models.py's
-    switch; and pydantic_v1.build gives 0.14.5's own .dict(), or its errors, exactly."""
+    switch, to 0.14.5's own values or errors."""
     truth = oracle.verdict({"train_batch_size": 1, "zero_optimization": section}, 1)
     ctx = models._Context(pydantic=1)
     resolved = models._call(zero_model, section, "/zero_optimization", ctx)
@@ -405,26 +423,14 @@ def agree_with_release(section, zero_model, zero_dump, oracle) -> None:
     ZERO_TALLY["sections"] += 1
     ZERO_TALLY["refused"] += not truth["ok"]
     assert truth["ok"] == (not fatal) == (resolved is not None), (section, truth["error"], fatal)
-
-    real = zero_dump(section)
-    try:
-        values = json.loads(json.dumps(pydantic_v1.build(zero_model, section)))
-    except pydantic_v1.Invalid as error:
-        aliases = _aliases(zero_model)  # v1 names an aliased field by its alias; ours as written
-        errors = [[[aliases.get(k, k) if e.type != "value_error.extra" else k for k in e.loc], e.msg, e.type]
-                  for e in error.errors]
-        if error.raises != "ValidationError":
-            errors = [[[], e.msg, ""] for e in error.errors]
-        assert {"raises": error.raises, "errors": errors} == real, section
-    else:
-        assert values == real.get("values"), section
-        assert values == resolved
+    values = same_as_release(zero_model, section, dump)
+    assert values == (None if resolved is None else json.loads(json.dumps(resolved)))
 
 
 @SETTINGS
 @given(section=zero_sections)
-def test_zero_sections_agree_with_deepspeed_0_14_5(zero_model, zero_dump, oracle, section):
-    agree_with_release(section, zero_model, zero_dump, oracle)
+def test_zero_sections_agree_with_deepspeed_0_14_5(zero_model, dump, oracle, section):
+    agree_with_release(section, zero_model, dump, oracle)
 
 
 @pytest.mark.parametrize("section", [
@@ -439,8 +445,49 @@ def test_zero_sections_agree_with_deepspeed_0_14_5(zero_model, zero_dump, oracle
     {"offload_optimizer": {"pipeline_read": True}}, {"offload_optimizer": {"ratio": 10 ** 400}},
     {"sub_group_size": 10 ** 400}, {"reduce_bucket_size": " " + "1" * 4300}, {"self": 1, "stag": 1},
 ], ids=lambda section: json.dumps(section)[:50])
-def test_chosen_zero_sections_agree_with_deepspeed_0_14_5(zero_model, zero_dump, oracle, section):
-    agree_with_release(section, zero_model, zero_dump, oracle)
+def test_chosen_zero_sections_agree_with_deepspeed_0_14_5(zero_model, dump, oracle, section):
+    agree_with_release(section, zero_model, dump, oracle)
+
+
+JUNK = st.sampled_from([None, "auto", "", "yes", "8", 7.5, -1, True, 0, [], {}, [["a", 1]], "x", 10 ** 400, "self"])
+
+
+def valid_for(desc):
+    """Values a field of this type takes as written."""
+    plain_kinds = {"bool": st.booleans(), "int": st.integers(-2, 10 ** 6), "float": st.floats(-1, 2),
+                   "str": st.text(max_size=5), "path": st.text(max_size=5), "list": st.lists(st.text(max_size=3)),
+                   "dict": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)}
+    if isinstance(desc, str):
+        return plain_kinds.get(desc, st.none())
+    if "optional" in desc:
+        return st.one_of(st.none(), valid_for(desc["optional"]))
+    return st.sampled_from(desc.get("enum") or desc.get("literal") or [None])
+
+
+def sections_of(model: dict):
+    keys = {key: st.one_of(valid_for(prop["x-pydantic"]["type"]), JUNK)
+            for key, prop in model["properties"].items() if "x-pydantic" in prop}
+    return some_of({**keys, "unknown_key": st.just(1), "strict": st.sampled_from([True, False]), "self": st.just(1)})
+
+
+@pytest.mark.parametrize("key", ["tensorboard", "wandb", "csv_monitor", "comet", "comms_logger", "hybrid_engine",
+                                 "weight_quantization", "timers/throughput"])
+def test_other_sections_build_as_deepspeed_0_14_5_builds_them(v1_schema, dump, key):
+    node = v1_schema
+    for part in key.split("/"):
+        node = node["properties"][part]
+    model = next(m for m in _models(node))
+
+    @settings(max_examples=max(EXAMPLES // 4, 50), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(section=sections_of(model))
+    def run(section):
+        ctx = models._Context(pydantic=1)
+        resolved = models._call(model, section, "/" + key, ctx)
+        values = same_as_release(model, section, dump)
+        assert (values is None) == any(f.fails_in == PARSE for f in ctx.findings)
+        assert values == (None if resolved is None else json.loads(json.dumps(resolved)))
+
+    run()
 
 
 def test_zz_report_zero_agreement(capsys):
@@ -523,3 +570,85 @@ def test_many_unknown_keys_cost_what_they_cost_under_pydantic_2(zero_model):
     _, findings_v2, seconds_v2 = _timed_call(current, section, 2)
     assert len(findings_v1) == len(findings_v2) == 11_000
     assert seconds_v1 < 1.5 * seconds_v2 + 0.5
+
+
+# -- model features DeepSpeed 0.14 does not use, against pydantic v1 models --------------------------
+
+class Inner(v1.BaseModel):
+    class Config:
+        validate_all = True
+        use_enum_values = True
+        extra = "forbid"
+
+    device: OffloadDevice = "none"
+    ratio: float = v1.Field(1.0, ge=0.0, le=1.0)
+
+
+def _outer(extra: str, populate: bool):
+    class Outer(v1.BaseModel):
+        class Config:
+            validate_all = True
+            use_enum_values = True
+            allow_population_by_field_name = populate
+
+        stage: ZeroStage = 0
+        bucket: int = v1.Field(5, ge=0, alias="stage3_bucket")
+        inner: typing.Optional[Inner] = None  # noqa: UP045
+        items: typing.List[Inner] = v1.Field(default_factory=list)  # noqa: UP006
+        choice: typing.Union[int, Inner] = 0  # noqa: UP007
+        name: str = "x"
+
+    Outer.__config__.extra = v1.Extra(extra)
+    return Outer
+
+
+@pytest.fixture(scope="module")
+def schema_of():
+    pytest.importorskip("deepspeed")  # build_schema asks whether a class is a DeepSpeedConfigModel
+    return _build_schema_module().model_schema
+
+
+OUTER_VALUES = st.one_of(JUNK, st.integers(-1, 3), st.sampled_from(["cpu", "CPU", "nvme"]),
+                         st.fixed_dictionaries({}, optional={"device": st.sampled_from(["cpu", "gpu", None]),
+                                                             "ratio": st.sampled_from([0.5, 2, "0.3"]),
+                                                             "extra": st.just(1)}))
+
+
+@pytest.mark.parametrize("extra", ["forbid", "ignore", "allow"])
+@pytest.mark.parametrize("populate", [True, False])
+def test_extra_aliases_and_nested_models_as_pydantic_v1(schema_of, extra, populate):
+    cls = _outer(extra, populate)
+    model = schema_of(cls)
+    assert model["x-deepspeed-model"]["extra"] == extra and model["x-deepspeed-model"]["deepspeed_init"] is False
+    keys = ["stage", "bucket", "stage3_bucket", "inner", "items", "choice", "name", "other", "strict", "self"]
+
+    @settings(max_examples=max(EXAMPLES // 2, 100), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(section=st.dictionaries(st.sampled_from(keys), st.one_of(OUTER_VALUES, st.lists(OUTER_VALUES, max_size=2)),
+                                   max_size=4))
+    def run(section):
+        try:
+            expected, expected_errors = plain(cls(**section).dict()), None
+        except v1.ValidationError as error:
+            expected, expected_errors = None, [[list(e["loc"]), e["msg"], e["type"]] for e in error.errors()]
+        try:
+            got, got_errors = pydantic_v1.build(model, section), None
+        except pydantic_v1.Invalid as error:
+            aliases = _aliases(model)
+            got, got_errors = None, [[[aliases.get(k, k) if e.type != "value_error.extra" else k for k in e.loc],
+                                      e.msg, e.type] for e in error.errors]
+        assert got_errors == expected_errors, section
+        assert identical(got, expected), section
+
+    run()
+
+
+def test_notes_come_from_the_union_branch_that_validated(zero_model):
+    offload = next(m for m in _models(zero_model["properties"]["offload_param"]))
+    name = offload["x-deepspeed-model"]["class"].rsplit(".", 1)[-1]
+    desc = {"union": [{"model": name}, "dict"]}
+    notes = pydantic_v1.Notes()  # the model drops "auto", then refuses `other`; the dict branch wins
+    assert pydantic_v1.validate(desc, {"device": "auto", "other": 1}, {name: offload}, notes) == \
+        {"device": "auto", "other": 1}
+    assert notes.auto_dropped == []
+    assert pydantic_v1.validate(desc, {"device": "auto"}, {name: offload}, notes)["device"] == "none"
+    assert notes.auto_dropped == [("device",)]
