@@ -438,7 +438,7 @@ def _build_v1(model: dict, data, pointer: str, ctx: _Context, key_pointers: dict
     except pydantic_v1.Invalid as exc:
         raised = "" if exc.raises == "ValidationError" else f" (DeepSpeed raises {exc.raises})"
         for error in exc.errors:
-            _report_v1(model, error, where, raised, ctx)
+            _report_v1(model, data, error, where, raised, ctx)
     ctx.auto_dropped += [where(loc) for loc in notes.auto_dropped]
     for loc, strict in notes.strict:
         owner = _model_at(model, loc[:-1])
@@ -461,8 +461,9 @@ def _build_v1(model: dict, data, pointer: str, ctx: _Context, key_pointers: dict
     return values
 
 
-def _report_v1(model: dict, error, where, raised: str, ctx: _Context) -> None:
-    """One pydantic v1 error as a finding: unknown keys with a did-you-mean, the rest as invalid values."""
+def _report_v1(model: dict, data, error, where, raised: str, ctx: _Context) -> None:
+    """One pydantic v1 error as a finding: unknown keys with a did-you-mean, the rest as invalid values
+    (with the value written, and its spelling when only its case is off)."""
     here = where(error.loc)
     if error.type == "value_error.extra":
         key = error.loc[-1]
@@ -475,16 +476,42 @@ def _report_v1(model: dict, error, where, raised: str, ctx: _Context) -> None:
             return
         candidates = [k for k, p in owner["properties"].items() if "x-deepspeed-removed" not in p]
         hint, fix = _did_you_mean(key, candidates)
-        where_in = dotted(where(error.loc[:-1])) if error.loc[:-1] else dotted(where(()))
-        ctx.add(UNKNOWN_KEY, f"Unknown key `{key}` in `{where_in}`: DeepSpeed rejects it (extra fields not "
-                f"permitted){hint}", here, fails_in=PARSE, fix=fix, on_key=True)
+        ctx.add(UNKNOWN_KEY, f"Unknown key `{key}` in `{dotted(where(error.loc[:-1]))}`: DeepSpeed rejects it (extra "
+                f"fields not permitted){hint}", here, fails_in=PARSE, fix=fix, on_key=True)
     elif error.msg.endswith("got multiple values for argument 'self'"):
         ctx.add(SECTION_TYPE, f"`{dotted(here)}` has a key named \"self\", which collides with the config model's "
                 f"constructor: {error.msg}{raised}", pointer_join(here, "self"), fails_in=PARSE, on_key=True)
     elif error.msg.startswith("Cannot provide deprecated parameter"):
         ctx.add(CONFLICTING_KEYS, f"`{dotted(here)}`: {error.msg}{raised}", here, fails_in=PARSE)
     else:
-        ctx.add(INVALID_VALUE, f"`{dotted(here)}`: {error.msg}{raised}", here, fails_in=PARSE)
+        value = _node_at(data, error.loc)
+        got, fix = "", None
+        if value is not _ABSENT:  # brief(): a value nested 100,000 deep is quoted without recursing
+            got, fix = f" (got {brief(value, 60)})", _case_fix(value, _choices_at(model, error.loc))
+        ctx.add(INVALID_VALUE, f"`{dotted(here)}`: {error.msg}{got}{raised}", here, fails_in=PARSE, fix=fix)
+
+
+_ABSENT = object()
+
+
+def _node_at(data, loc):
+    """The value written at `loc` (keys and list indexes), or _ABSENT."""
+    for token in loc:
+        if isinstance(data, dict) and token in data or isinstance(data, list) and isinstance(token, int):
+            data = data[token]
+        else:
+            return _ABSENT
+    return data
+
+
+def _choices_at(model: dict, loc) -> list:
+    """The enum members or literal choices of the field at `loc`, else []."""
+    owner = _model_at(model, loc[:-1]) if loc and isinstance(loc[-1], str) else None
+    prop = _schema.property_of(owner, loc[-1]) if owner else None
+    desc = prop["x-pydantic"]["type"] if prop and "x-pydantic" in prop else None
+    while isinstance(desc, dict) and "optional" in desc:
+        desc = desc["optional"]
+    return (desc.get("enum") or desc.get("literal") or []) if isinstance(desc, dict) else []
 
 
 def _model_at(model: dict, loc) -> dict | None:

@@ -520,6 +520,18 @@ def test_v1_findings_where_releases_differ(zero_model, oracle, section, accepted
         assert any(message in f.message for f in ctx.findings), [f.message for f in ctx.findings]
 
 
+def test_v1_findings_quote_the_value_and_fix_its_case(zero_model):
+    ctx = models._Context(pydantic=1)
+    section = {"offload_optimizer": {"device": "CPU", "ratio": 2}, "stage": "3", "stag": 1}
+    assert models._call(zero_model, section, "/zero_optimization", ctx) is None
+    found = {f.pointer: f for f in ctx.findings}
+    device = found["/zero_optimization/offload_optimizer/device"]
+    assert device.message.endswith("permitted: 'none', 'cpu', 'nvme' (got \"CPU\")") and device.fix == '"cpu"'
+    assert found["/zero_optimization/offload_optimizer/ratio"].message.endswith(
+        "ensure this value is less than or equal to 1.0 (got 2)")
+    assert found["/zero_optimization/stag"].fix == '"stage"' and found["/zero_optimization/stag"].on_key
+
+
 def test_default_context_still_validates_as_pydantic_2():
     ctx = models._Context()
     assert ctx.pydantic == 2
