@@ -310,6 +310,8 @@ class _Field(NamedTuple):
     exclude: bool
     deprecated: dict | None
     models: dict  # nested model name -> schema
+    before: tuple  # the model's @validator(pre=True) functions for this field, then the others
+    after: tuple
 
 
 _FIELDS: dict[int, tuple[dict, list[_Field]]] = {}  # holding the model keeps its id unique
@@ -319,14 +321,18 @@ def fields(model: dict) -> list[_Field]:
     """The model's fields in declaration order (the schema lists an aliased field twice)."""
     if id(model) in _FIELDS:
         return _FIELDS[id(model)][1]
+    info = model["x-deepspeed-model"]
     found, seen = [], set()
     for prop in model["properties"].values():
         x = prop.get("x-pydantic")
         if x is None or x["field"] in seen:  # a removed key, or the bare twin of an alias
             continue
-        seen.add(x["field"])
-        found.append(_Field(x["field"], x.get("alias"), x["type"], x.get("constraints", {}), prop.get("default"),
-                            x.get("exclude", False), prop.get("x-deepspeed-deprecated"), _models_in(prop)))
+        name = x["field"]
+        seen.add(name)
+        found.append(_Field(name, x.get("alias"), x["type"], x.get("constraints", {}), prop.get("default"),
+                            x.get("exclude", False), prop.get("x-deepspeed-deprecated"), _models_in(prop),
+                            tuple(_validators(info, "field", "before", name)),
+                            tuple(_validators(info, "field", "after", name))))
     _FIELDS[id(model)] = (model, found)
     return found
 
@@ -354,8 +360,8 @@ def build(model: dict, data: dict, notes: Notes | None = None, loc: tuple = ()) 
         raise Invalid.one(loc, "keywords must be strings", "type_error", raises="TypeError")
     if info.get("deepspeed_init", True):
         data = _deepspeed_init(data, notes, loc)
-    for name in _validator_names(info, "model", "before"):
-        data = _run(VALIDATORS[(_name(info), name)], (data,), (*loc, "__root__"))
+    for impl in _validators(info, "model", "before"):
+        data = _run(impl, (data,), (*loc, "__root__"))
     values: dict = {}
     errors: list[Error] = []
     fields_set: set[str] = set()
@@ -374,10 +380,10 @@ def build(model: dict, data: dict, notes: Notes | None = None, loc: tuple = ()) 
             if field.deprecated:
                 notes.deprecated.append(((*loc, key), field.deprecated))
         else:
-            value = copy.deepcopy(field.default)
+            value = _fresh(field.default)
         where = (*loc, key if given else field.alias or field.name)
         try:
-            values[field.name] = _field(info, field, value, values, notes, where, given)
+            values[field.name] = _field(field, value, values, notes, where, given)
         except Invalid as exc:
             if exc.raises == "OverflowError":
                 raise
@@ -415,19 +421,18 @@ def _deepspeed_init(data: dict, notes: Notes, loc: tuple) -> dict:
     return kept
 
 
-def _field(info, field: _Field, value, values: dict, notes: Notes, loc: tuple, given: bool):
+def _field(field: _Field, value, values: dict, notes: Notes, loc: tuple, given: bool):
     """ModelField.validate: pre validators, None, the type, its constraints, then the @validator functions.
 
     A default is validated too (validate_all), but the schema holds it already validated, so only
     the validators run on it."""
-    cls = _name(info)
-    for name in _validator_names(info, "field", "before", field.name):
-        value = _run(VALIDATORS[(cls, name)], (value, values), loc)
+    for impl in field.before:
+        value = _run(impl, (value, values), loc)
     if given:
         value = validate(field.desc, value, field.models, notes, loc)
         check_constraints(value, field.constraints, loc)
-    for name in _validator_names(info, "field", "after", field.name):
-        value = _run(VALIDATORS[(cls, name)], (value, values), loc)
+    for impl in field.after:
+        value = _run(impl, (value, values), loc)
     return value
 
 
@@ -449,14 +454,14 @@ def _after(info, values: dict, errors: list[Error], loc: tuple) -> dict:
     """Root validators after the fields: also when fields failed (appending to `errors`), unless
     skip_on_failure."""
     for spec in info.get("validators", ()):
-        if spec["kind"] != "model" or spec["mode"] != "after" or (errors and spec.get("skip_on_failure")):
-            continue
         impl = VALIDATORS.get((_name(info), spec["name"]))
-        if impl is not None:
-            try:
-                values = _run(impl, (values,), (*loc, "__root__"))
-            except Invalid as exc:
-                errors.extend(exc.errors)
+        if spec["kind"] != "model" or spec["mode"] != "after" or impl is None or \
+                (errors and spec.get("skip_on_failure")):
+            continue
+        try:
+            values = _run(impl, (values,), (*loc, "__root__"))
+        except Invalid as exc:
+            errors.extend(exc.errors)
     return values
 
 
@@ -476,7 +481,7 @@ def _migrate_deprecated(model: dict, values: dict, fields_set: set, loc: tuple) 
                               f"'{new}' together", "assertion_error", raises="AssertionError")
         old = values.pop(field.name)
         migrate = dep.get("migrate")  # new_param_fn's result for a true and a false value
-        values[new] = copy.deepcopy(migrate["truthy"] if old else migrate["falsy"]) if migrate else old
+        values[new] = _fresh(migrate["truthy"] if old else migrate["falsy"]) if migrate else old
         fields_set.add(new)
         errors: list[Error] = []
         values = _after(model["x-deepspeed-model"], values, errors, loc)
@@ -485,15 +490,21 @@ def _migrate_deprecated(model: dict, values: dict, fields_set: set, loc: tuple) 
     return values
 
 
+def _fresh(value):
+    """A copy of a default from the schema (shared by every build), skipped for immutable scalars."""
+    return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+
+
 def _name(info: dict) -> str:
     return info["class"].rsplit(".", 1)[-1]
 
 
-def _validator_names(info: dict, kind: str, mode: str, field: str | None = None):
+def _validators(info: dict, kind: str, mode: str, field: str | None = None):
+    """The implementations of the model's validators of this kind and mode (for `field`), in order."""
     for spec in info.get("validators", ()):
-        if spec["kind"] == kind and spec["mode"] == mode and (field is None or field in spec.get("fields", ())) \
-                and (_name(info), spec["name"]) in VALIDATORS:
-            yield spec["name"]
+        impl = VALIDATORS.get((_name(info), spec["name"]))
+        if impl and (spec["kind"], spec["mode"]) == (kind, mode) and (field is None or field in spec.get("fields", ())):
+            yield impl
 
 
 def _run(impl, args: tuple, loc: tuple):
