@@ -1,10 +1,12 @@
 """dsconfig/deepspeed/pydantic_v1.py against pydantic v1 itself and against DeepSpeed 0.14.5.
 
-Two oracles: `pydantic.v1` (installed with pydantic 2) for every kind of field type, each value
+Two oracles. `pydantic.v1` (installed with pydantic 2): for every kind of field type, each value is
 coerced or refused exactly as a real v1 field with DeepSpeed's model config does it (the error's
-loc, message and type included); and the real DeepSpeed 0.14.5 release (tests/releases.py), whose
-DeepSpeedConfig accepts a whole `zero_optimization` section exactly when the v1 validator builds
-it from the schema scripts/build_schema.py writes for 0.14.5.
+loc, message and type included), and models with extra forbid/ignore/allow, aliases and nested
+models build to the same values or errors. The real DeepSpeed 0.14.5 (tests/releases.py): its
+DeepSpeedConfig accepts a whole `zero_optimization` section exactly when the v1 validator, through
+models.py's switch, builds it from the schema scripts/build_schema.py writes for 0.14.5; and every
+0.14.5 section builds to the values `Model(**data).dict()` gives in that release, or to its errors.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tests import releases
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 v1 = pytest.importorskip("pydantic.v1")
+pytest.importorskip("torch")  # build_schema's _descriptor knows torch.dtype
 EXAMPLES = int(os.environ.get("DSCONFIG_DIFF_EXAMPLES", "400"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -99,11 +102,6 @@ def identical(a, b) -> bool:
 
 
 # -- one field, every kind of type ----------------------------------------------------------------
-
-def _torch_dtype():
-    torch = pytest.importorskip("torch")
-    return torch.dtype
-
 
 # the typing forms are what is tested: DeepSpeed's annotations use them, and v1 reads them
 LEAVES = [bool, int, float, str, pathlib.Path, typing.Any, dict, list, tuple, typing.Dict, typing.List,  # noqa: UP006
@@ -178,7 +176,8 @@ def test_every_field_type_coerces_and_refuses_as_pydantic_v1(annotation, value, 
 
 
 def test_dtype_fields_refuse_every_json_value():
-    dtype = _torch_dtype()
+    import torch
+    dtype = torch.dtype
     for value in (None, "torch.float16", "fp16", 16, [], {}):
         expected, expected_error = real_field(dtype, {}, value)
         assert ours(descriptor(dtype), {}, value) == (expected, expected_error), value
