@@ -35,7 +35,8 @@ from ..rules.keys import (
 from ..rules.precision import BFLOAT16_KEY, BFLOAT16_SHADOWED, LOSS_SCALE_WINDOW
 from ..rules.sections import SECTION_TYPE
 from ..rules.zero import COMPUTE_GRAD_NORM, PARTIAL_OFFLOAD_STAGE, ZERO_LEGACY_FORMAT
-from ..values import closest, is_auto, json_type, to_json
+from ..values import brief, closest, is_auto, json_type, to_json
+from . import pydantic_v1
 from . import schema as _schema
 
 
@@ -103,10 +104,13 @@ def _node(value, tokens):
 # ---------------------------------------------------------------------------------------------
 
 class _Context:
-    def __init__(self):
+    def __init__(self, pydantic: int = 2):
         self.findings: list[Finding] = []
         self.auto_dropped: list[str] = []
         self.resolved: dict[str, dict | None] = {}
+        # 1: build the models as DeepSpeed 0.14.x does, with pydantic v1 (pydantic_v1.py; a schema
+        # from scripts/build_schema.py run under that release says "pydantic": 1 in x-deepspeed-model)
+        self.pydantic = pydantic
 
     def add(self, rule, message, pointer, **kwargs):
         self.findings.append(Finding(rule, message, pointer, **kwargs))
@@ -335,6 +339,8 @@ def _fields(model: dict) -> tuple[list[_Field], set[str]]:
 
 def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=None) -> dict | None:
     key_pointers = key_pointers or {}
+    if ctx.pydantic == 1 or model["x-deepspeed-model"].get("pydantic") == 1:  # 0.14.x's models
+        return _build_v1(model, data, pointer, ctx, key_pointers)
     name = _schema.model_name(model)
 
     def where(key):
@@ -473,6 +479,116 @@ def _coerced(original, result) -> bool:
         not (isinstance(original, dict) and isinstance(result, dict))
 
 
+def _build_v1(model: dict, data, pointer: str, ctx: _Context, key_pointers: dict, nested=False) -> dict | None:
+    """`Model(**data)` (or, `nested`, a model-typed field's value) as DeepSpeed 0.14.x builds it with
+    pydantic v1: pydantic_v1.py validates, this turns its errors and notes into findings."""
+    def where(loc) -> str:
+        if not loc:
+            return pointer
+        here = key_pointers.get(loc[0]) or pointer_join(pointer, loc[0])
+        for token in loc[1:]:
+            here = pointer_join(here, token)
+        return here
+
+    notes = pydantic_v1.Notes()
+    values = None
+    try:
+        if nested:
+            name = _schema.model_name(model)
+            values = pydantic_v1.validate({"model": name}, data, {name: model}, notes)
+        else:
+            values = pydantic_v1.build(model, data, notes)
+    except pydantic_v1.Invalid as exc:
+        raised = "" if exc.raises == "ValidationError" else f" (DeepSpeed raises {exc.raises})"
+        for error in exc.errors:
+            _report_v1(model, data, error, where, raised, ctx)
+    ctx.auto_dropped += [where(loc) for loc in notes.auto_dropped]
+    for loc, strict in notes.strict:
+        owner = _model_at(model, loc[:-1])
+        effect = ("a true value also stops DeepSpeed from dropping \"auto\" values here, so they are validated"
+                  if strict else "it has no effect")
+        ctx.add(STRICT_KEY, f"`strict` is not a setting of {_schema.model_name(owner) if owner else 'this model'}: "
+                f"DeepSpeedConfigModel.__init__ swallows it as its `strict` argument; {effect}", where(loc),
+                on_key=True)
+    for loc, dep in notes.deprecated:
+        owner = _model_at(model, loc[:-1])
+        new = dep.get("new_param") or ""
+        fix = json.dumps(new) if owner and new in owner["properties"] else None
+        ctx.add(DEPRECATED_KEY, f"`{loc[-1]}` is deprecated" + (f"; use `{new}`" if new else ""), where(loc),
+                fix=fix, on_key=True)
+    for loc, original, result in notes.coerced:
+        if _coerced(original, result) and not isinstance(result, (dict, list)):
+            text = to_json(result)
+            ctx.add(COERCED_VALUE, f"DeepSpeed converts {brief(original)} to {text} for `{dotted(where(loc))}`; "
+                    f"write {text}", where(loc), fix=text)
+    return values
+
+
+def _report_v1(model: dict, data, error, where, raised: str, ctx: _Context) -> None:
+    """One pydantic v1 error as a finding: unknown keys with a did-you-mean, the rest as invalid values
+    (with the value written, and its spelling when only its case is off)."""
+    here = where(error.loc)
+    if error.type == "value_error.extra":
+        key = error.loc[-1]
+        owner = _model_at(model, error.loc[:-1]) or {"properties": {}}
+        twin = next((p["x-pydantic"]["alias"] for k, p in owner["properties"].items()
+                     if k == key and p.get("x-pydantic", {}).get("alias")), None)
+        if twin:
+            ctx.add(CONFLICTING_KEYS, f"`{key}` and `{twin}` are the same setting; DeepSpeed uses `{twin}` and rejects "
+                    f"`{key}` (extra fields not permitted)", here, fails_in=PARSE, on_key=True)
+            return
+        candidates = [k for k, p in owner["properties"].items() if "x-deepspeed-removed" not in p]
+        hint, fix = _did_you_mean(key, candidates)
+        ctx.add(UNKNOWN_KEY, f"Unknown key `{key}` in `{dotted(where(error.loc[:-1]))}`: DeepSpeed rejects it (extra "
+                f"fields not permitted){hint}", here, fails_in=PARSE, fix=fix, on_key=True)
+    elif error.msg.endswith("got multiple values for argument 'self'"):
+        ctx.add(SECTION_TYPE, f"`{dotted(here)}` has a key named \"self\", which collides with the config model's "
+                f"constructor: {error.msg}{raised}", pointer_join(here, "self"), fails_in=PARSE, on_key=True)
+    elif error.msg.startswith("Cannot provide deprecated parameter"):
+        ctx.add(CONFLICTING_KEYS, f"`{dotted(here)}`: {error.msg}{raised}", here, fails_in=PARSE)
+    else:
+        value = _node_at(data, error.loc)
+        got, fix = "", None
+        if value is not _ABSENT:  # brief(): a value nested 100,000 deep is quoted without recursing
+            got, fix = f" (got {brief(value, 60)})", _case_fix(value, _choices_at(model, error.loc))
+        ctx.add(INVALID_VALUE, f"`{dotted(here)}`: {error.msg}{got}{raised}", here, fails_in=PARSE, fix=fix)
+
+
+_ABSENT = object()
+
+
+def _node_at(data, loc):
+    """The value written at `loc` (keys and list indexes), or _ABSENT."""
+    for token in loc:
+        if isinstance(data, dict) and token in data or isinstance(data, list) and isinstance(token, int):
+            data = data[token]
+        else:
+            return _ABSENT
+    return data
+
+
+def _choices_at(model: dict, loc) -> list:
+    """The enum members or literal choices of the field at `loc`, else []."""
+    owner = _model_at(model, loc[:-1]) if loc and isinstance(loc[-1], str) else None
+    prop = _schema.property_of(owner, loc[-1]) if owner else None
+    desc = prop["x-pydantic"]["type"] if prop and "x-pydantic" in prop else None
+    while isinstance(desc, dict) and "optional" in desc:
+        desc = desc["optional"]
+    return (desc.get("enum") or desc.get("literal") or []) if isinstance(desc, dict) else []
+
+
+def _model_at(model: dict, loc) -> dict | None:
+    """The nested model schema at `loc` (keys as written, list indexes skipped) below `model`."""
+    for token in loc:
+        if isinstance(token, int):
+            continue
+        prop = _schema.property_of(model, token)
+        model = _schema.model_branch(prop) if prop else None
+        if model is None:
+            return None
+    return model
+
+
 # ---------------------------------------------------------------------------------------------
 # pydantic v2 Python-mode lax validation of one value
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +640,9 @@ def _nested(model: dict, value, pointer: str, ctx: _Context, raise_reject=False)
     `strict` apply at every level); other input goes through the model's before-validators or
     fails as model_type."""
     name = _schema.model_name(model)
-    if isinstance(value, dict):
+    if ctx.pydantic == 1:
+        result = _build_v1(model, value, pointer, ctx, {}, nested=True)
+    elif isinstance(value, dict):
         result = _build(model, value, pointer, ctx)
     else:
         try:
