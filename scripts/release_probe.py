@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 
 # name -> (config, world size, the error it asks about): the fact is true when this release's
 # DeepSpeedConfig raises an error whose text holds those words ("" for any error), or, when the
@@ -20,6 +21,10 @@ PROBES = {
     # the batch arithmetic divides the world size by sequence_parallel_size
     "sequence_parallel_divides_world": ({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 4,
                                           "sequence_parallel_size": 2}, 2, None),
+    # ... also when deepspeed.initialize is given a path (releases without load_ds_config hand the path
+    # on, and DeepSpeedConfig's `"sequence_parallel_size" in config` then looks inside the path's text)
+    "sequence_parallel_read_from_a_path": ({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 4,
+                                            "sequence_parallel_size": 2}, 2, None),
     # ... and when that division raises, a bare `except:` makes the world size 1 (0.17.1 to 0.19.2)
     "sequence_parallel_error_means_world_1": ({"train_batch_size": 1, "train_micro_batch_size_per_gpu": 1,
                                                 "sequence_parallel_size": 0}, 4, None),
@@ -35,6 +40,10 @@ PROBES = {
 }
 
 
+# name -> attribute of DeepSpeedConfig({"train_batch_size": 1}): defaults that live in code, not in a model
+DEFAULTS = {"gradient_clipping_default": "gradient_clipping"}
+
+
 def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     answers = os.fdopen(os.dup(1), "w")
@@ -46,16 +55,33 @@ def main() -> int:
     import build_schema
     import deepspeed.comm as ds_comm
     from deepspeed.runtime.config import DeepSpeedConfig
+    try:  # what deepspeed.initialize does with a path (tests/release_worker.py does the same)
+        from deepspeed.runtime.tensor_parallel.init_utils import load_ds_config
+    except ImportError:
+        load_ds_config = None
     facts = {}
+    scratch = tempfile.TemporaryDirectory()
     for name, (config, world, words) in PROBES.items():
         ds_comm.get_world_size = lambda group=None, size=world: size
         ds_comm.get_rank = lambda group=None: 0
+        handed = json.loads(json.dumps(config))
+        if name.endswith("_from_a_path"):
+            handed = os.path.join(scratch.name, "ds_config.json")
+            with open(handed, "w") as handle:
+                json.dump(config, handle)
+            if load_ds_config is not None:
+                handed = load_ds_config(handed)
         try:
-            DeepSpeedConfig(json.loads(json.dumps(config)))
+            DeepSpeedConfig(handed)
             error = None
         except Exception as exc:  # the verdict is the point
             error = f"{type(exc).__name__}: {exc}"
         facts[name] = error is None if words is None else error is not None and words in error
+    scratch.cleanup()
+    ds_comm.get_world_size = lambda group=None: 1
+    parsed = DeepSpeedConfig({"train_batch_size": 1})
+    for name, attribute in DEFAULTS.items():
+        facts[name] = getattr(parsed, attribute)
     json.dump({"schema": build_schema.build(), "facts": facts}, answers)
     answers.close()
     return 0

@@ -633,6 +633,18 @@ CASES = [
          "--input-shape size 2 is a 5000-digit number"),
     Case("factory-input-shape-negative", _factory("estimate", "models:build", "2,-3,32"), 2,
          "is not a list of positive integers"),
+    # a list deeper than Python's recursion limit inside a validated section (json.load reads it)
+    Case("list-600-deep-in-comms-logger", _file("ds_config.json", b'{"train_batch_size": 8, "comms_logger": '
+                                                b'{"prof_ops": ' + b"[" * 600 + b"]" * 600 + b"}}"), 1,
+         "DS000 DeepSpeed's hjson loader fails: nesting too deep", "ds_config.json:1:"),
+    Case("list-600-deep-in-weight-quantization", _file("ds_config.json", b'{"train_batch_size": 8, '
+                                                       b'"weight_quantization": {"quantized_initialization": '
+                                                       + b"[" * 600 + b"]" * 600 + b"}}"), 1,
+         "Input should be a valid dictionary (got [[[[", "ds_config.json:1:"),
+    # --deepspeed-version: outside the supported range, a one-line usage error
+    Case("deepspeed-version-too-old", _file("ds_config.json", b'{"train_batch_size": 8}',
+                                            "--deepspeed-version", "0.13.5"), 2,
+         "DeepSpeed 0.13.5 is not supported: dsconfig replays 0.14.0 to 0.19.8"),
 ]
 
 

@@ -286,9 +286,8 @@ def choose_release(explicit, settings, paths):
     try:
         return pins.choose(explicit, start, settings_value=settings.deepspeed_version,
                            settings_file=settings.display_path or None)
-    except pins.VersionError as error:
-        raise click.BadParameter(escape.characters(str(error)),
-                                 param_hint="--deepspeed-version" if explicit else "deepspeed-version") from None
+    except pins.VersionError as error:  # one line, as for every other usage error of a value
+        _fail(f"--deepspeed-version: {error}" if explicit else str(error))
 
 
 def _training_options(options, settings, framework, batchnorm, batch_keys):

@@ -55,8 +55,11 @@ def data_parallel_size(config: dict, world_size: int):
     return world_size
 
 
+SP = "sequence_parallel_size"
+
+
 def splits_world(config: dict) -> bool:
-    return "sequence_parallel_size" in config and schema.facts()["sequence_parallel_divides_world"]
+    return SP in config and schema.facts()["sequence_parallel_divides_world"]
 
 
 def resolve(train_batch, micro_batch, grad_acc, world_size) -> Outcome:

@@ -62,6 +62,7 @@ from ..rules.zero import (
 )
 from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..values import closest, is_auto, to_json
+from . import releases, schema
 
 # ---------------------------------------------------------------------------------------------
 # Frozen tables (tests/deepspeed/test_initialize.py checks each against the installed torch / DeepSpeed)
@@ -1269,12 +1270,17 @@ def _client_optimizer_offload(s: _Setup):
 
 
 def _gradient_clipping_default(s: _Setup):
-    """DS509: an absent gradient_clipping means 1.0 since 0.19.3 (Lightning fills it itself)."""
+    """DS509: what an absent gradient_clipping means changed between releases (0.0, then 1.0 from 0.19.3;
+    generated facts); Lightning fills it itself."""
     if "gradient_clipping" in s.config or s.target is LIGHTNING:
         return
-    yield Finding(GRADIENT_CLIPPING_DEFAULT, "gradient_clipping is not set: DeepSpeed 0.19.3 and later clip the "
-                                             "gradient norm at 1.0 (earlier versions did not clip); write the value "
-                                             "you want", "")
+    default = schema.facts()["gradient_clipping_default"]
+    clipping = releases.having("gradient_clipping_default", 1.0)
+    others = f"DeepSpeed {releases.spans(clipping)} clip at 1.0" if not default \
+        else f"DeepSpeed {releases.spans(releases.having('gradient_clipping_default', 0.0))} do not clip"
+    what = f"clips the gradient norm at {default:g}" if default else "does not clip the gradient norm"
+    yield Finding(GRADIENT_CLIPPING_DEFAULT, f"gradient_clipping is not set: DeepSpeed {schema.active()} {what} "
+                                             f"({others}); write the value you want", "")
 
 
 

@@ -76,7 +76,7 @@ def assume_repaired(config: dict, sections: SectionsResult) -> dict:
     broken = [f for f in sections.findings if f.fails_in == PARSE]
     if not broken or all(value is not None for value in resolved.values()):
         return resolved
-    repaired = copy.deepcopy(config)
+    repaired = _deep_copy(config)
     for finding in broken:
         tokens = pointer_tokens(finding.pointer)
         parent = _node(repaired, tokens[:-1])
@@ -801,7 +801,18 @@ def _path(value):
 
 def _copied(value):
     """A deep copy, skipped for the immutable scalars that most defaults and values are."""
-    return value if value is None or isinstance(value, (str, int, float, bool)) else copy.deepcopy(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return _deep_copy(value)
+
+
+def _deep_copy(value):
+    """copy.deepcopy, or the value itself when it nests deeper than Python's recursion limit (a list
+    600 deep): the checks only read such values, and the copy only guards the validators' edits."""
+    try:
+        return copy.deepcopy(value)
+    except RecursionError:
+        return value
 
 
 def _any(value):
@@ -1122,7 +1133,7 @@ def _number(value) -> str:
 
 
 def _got(value) -> str:
-    text = to_json(value)
+    text = brief(value, 60)
     return f" (got {text if len(text) <= 60 else text[:57] + '...'})"
 
 

@@ -113,3 +113,9 @@ def spans(versions) -> str:
             else:
                 runs.append([version])
     return ", ".join(run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}" for run in runs)
+
+
+def having(fact: str, value) -> list[str]:
+    """The supported releases whose fact `fact` equals `value`."""
+    data = _data()
+    return [v for v in SUPPORTED if data["variants"][data["releases"][v]]["facts"][fact] == value]
