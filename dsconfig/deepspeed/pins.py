@@ -19,7 +19,6 @@ import sys
 from typing import NamedTuple
 
 from ..values import brief
-from . import specifiers
 from .pinfiles import Pin, cut, listing, pins_in, read_text
 from .releases import NEWEST, SUPPORTED, key
 
@@ -149,6 +148,7 @@ def _pinned(start: str | None) -> Choice | None:
 
 
 def _resolve(pin: Pin) -> Choice:
+    from . import specifiers  # on first use: most runs find the installed deepspeed
     where = f"{pin.file}:{pin.line}"
     allowed = [release for release in SUPPORTED if specifiers.allows(pin.constraint, release)]
     if not allowed:
