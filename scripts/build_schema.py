@@ -578,6 +578,35 @@ def _allow_auto(prop: dict, fill: dict) -> None:
     prop["x-dsconfig-fill"] = fill
 
 
+# Keys of dict.get sections (schemas/src/lenient.json, written for the newest release) that releases spell
+# differently: each release's spelling is its own constant, the first of the candidates it defines; a key
+# none of them defines is not read by that release.
+SPELLED = {
+    "seq_parallel_communication_data_type": (("deepspeed.runtime.constants", "SEQ_PARALLEL_COMMUNICATION_DATA_TYPE"),),
+    "aio/intra_op_parallelism": (("deepspeed.runtime.swap_tensor.constants", "AIO_INTRA_OP_PARALLELISM"),
+                                 ("deepspeed.runtime.swap_tensor.constants", "AIO_THREAD_COUNT")),
+    "aio/use_gds": (("deepspeed.runtime.swap_tensor.constants", "AIO_USE_GDS"),),
+}
+
+
+def _respell(props: dict) -> None:
+    import importlib
+    for path, candidates in SPELLED.items():
+        *parents, key = path.split("/")
+        owner = props
+        for parent in parents:
+            owner = owner[parent]["properties"]
+        spelled = None
+        for module, name in candidates:
+            spelled = getattr(importlib.import_module(module), name, None)
+            if spelled is not None:
+                break
+        items = list(owner.items())  # renamed in place: the key keeps its position
+        owner.clear()
+        owner.update((spelled, prop) if name == key else (name, prop) for name, prop in items
+                     if name != key or spelled is not None)
+
+
 def _legacy_precision(key: str) -> dict:
     """fp16 / bf16 before they became pydantic models (0.17.1): read key by key with dict.get, every
     other key ignored; the keys and defaults are the release's own constants (FP16_X = "x" with
@@ -606,7 +635,8 @@ def build() -> dict:
         "$schema": {"type": "string", "description": "The JSON Schema this file follows (for editors); "
                     "DeepSpeed ignores it."},
     }
-    props.update(lenient["properties"])
+    props.update(copy.deepcopy(lenient["properties"]))
+    _respell(props)
     for key, cls in _sections().items():
         schema = model_schema(cls)
         if key == "timers/throughput":

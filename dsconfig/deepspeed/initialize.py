@@ -1278,7 +1278,7 @@ def _gradient_clipping_default(s: _Setup):
     clipping = releases.having("gradient_clipping_default", 1.0)
     others = f"DeepSpeed {releases.spans(clipping)} clip at 1.0" if not default \
         else f"DeepSpeed {releases.spans(releases.having('gradient_clipping_default', 0.0))} do not clip"
-    what = f"clips the gradient norm at {default:g}" if default else "does not clip the gradient norm"
+    what = f"clips the gradient norm at {float(default)}" if default else "does not clip the gradient norm"
     yield Finding(GRADIENT_CLIPPING_DEFAULT, f"gradient_clipping is not set: DeepSpeed {schema.active()} {what} "
                                              f"({others}); write the value you want", "")
 

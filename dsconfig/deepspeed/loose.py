@@ -215,7 +215,10 @@ def _communication_dtypes(config, resolved, report):
     facts = schema.facts()
     accepted = [name for name in COMM_DTYPE_NAMES if facts[f"communication_data_type_{name}"]]
     words = ", ".join(accepted[:-1]) + " or " + accepted[-1]
-    for key, default in (("communication_data_type", None), ("seq_parallel_communication_data_type", "fp32")):
+    # the sequence-parallel key was seq_parallel_comm_data_type before 0.16.5: the release's schema spells it
+    sequence_key = next((k for k in ("seq_parallel_communication_data_type", "seq_parallel_comm_data_type")
+                         if schema.property_of(schema.root(), k) is not None), "seq_parallel_communication_data_type")
+    for key, default in (("communication_data_type", None), (sequence_key, "fp32")):
         value = config.get(key, default)
         pointer = "/" + key
         lowered = _run(report, COMMUNICATION_DTYPE, pointer,

@@ -287,14 +287,13 @@ def test_every_v1_validator_is_implemented(v1_schema):
 
 
 _DUMP_WORKER = r"""
-import importlib, importlib.util, json, logging, os, sys
-spec = importlib.util.spec_from_file_location("release_worker", sys.argv[1])
-worker = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(worker)
+import json, logging, os, sys
+sys.path.append(sys.argv[1])  # scripts/: the names older releases need from today's torch and numpy
+from release_compat import restore_older_names
 answers = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 logging.disable(logging.CRITICAL)
-worker._older_names()
+restore_older_names()
 from pydantic.v1 import ValidationError
 answers.write("ready\n")
 for line in sys.stdin:
@@ -313,7 +312,7 @@ for line in sys.stdin:
 @pytest.fixture(scope="module")
 def dump(release_folder):
     """`Model(**data)` in 0.14.5, for a model schema: .dict() or the errors (one process for the module)."""
-    process = subprocess.Popen([sys.executable, "-c", _DUMP_WORKER, str(ROOT / "tests" / "release_worker.py")],
+    process = subprocess.Popen([sys.executable, "-c", _DUMP_WORKER, str(ROOT / "scripts")],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(release_folder),
                                env=dict(os.environ, PYTHONPATH=str(release_folder)))
     assert process.stdout.readline() == "ready\n"
