@@ -124,7 +124,9 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     except planner.NoFit as error:
         raise InputError(error.reason) from None
     result.notes[:0] = notes
-    result.notes.append(f"written for DeepSpeed {release.version} ({release.reason})")
+    from ..deepspeed.releases import NEWEST
+    if release.version != NEWEST:  # the newest needs no word: every template is written for it
+        result.notes.append(f"written for DeepSpeed {release.version} ({release.reason})")
 
     paths = _paths(output_dir, script)
     files = render.files(result, paths)

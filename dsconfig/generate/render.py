@@ -228,7 +228,9 @@ def lint_command(plan: Plan, paths: Paths) -> str:
     without it a JSON named by an Accelerate YAML is linted for an Accelerate prepare() loop)."""
     request = plan.request
     files = [paths.ds_config] + ([paths.accelerate_config] if writes_accelerate_config(plan) else [])
-    release = f" --deepspeed-version {request.deepspeed_version}" if request.deepspeed_version else ""
+    from ..deepspeed.releases import NEWEST
+    older = request.deepspeed_version and request.deepspeed_version != NEWEST
+    release = f" --deepspeed-version {request.deepspeed_version}" if older else ""
     return (f"dsconfig lint {' '.join(shlex.quote(f) for f in files)} --target {request.target} "
             f"--gpus {request.gpus} --nodes {request.nodes}{release}")
 

@@ -287,7 +287,7 @@ def test_every_v1_validator_is_implemented(v1_schema):
 
 
 _DUMP_WORKER = r"""
-import json, logging, os, sys
+import importlib, json, logging, os, sys
 sys.path.append(sys.argv[1])  # scripts/: the names older releases need from today's torch and numpy
 from release_compat import restore_older_names
 answers = os.fdopen(os.dup(1), "w", buffering=1)
