@@ -61,6 +61,15 @@ def corpus_files(kind: str | None = None, source: str = "all") -> list[tuple[Pat
     return rows
 
 
+@pytest.fixture(autouse=True)
+def _newest_deepspeed_release_afterwards():
+    """A test that lints for an older DeepSpeed release leaves the schema lookups answering for it; the
+    next test starts from the newest again, as a fresh `dsconfig` process does."""
+    yield
+    from dsconfig.deepspeed import releases, schema
+    schema.use(releases.NEWEST)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _temporary_files_stay_under_pytest(tmp_path_factory):
     """The oracles leave files in the system's temporary folder: torchrun's DefaultLogsSpecs makes a

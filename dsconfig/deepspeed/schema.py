@@ -139,12 +139,7 @@ def _collect(node: dict, kinds: set, consts: list) -> bool:
 
 def property_at(pointer: str) -> dict | None:
     """The schema of the value at `pointer` (None for keys the schema does not know)."""
-    node = root()
-    for token in pointer_tokens(pointer):
-        node = property_of(node, token)
-        if node is None:
-            return None
-    return node
+    return _property_in(root(), pointer)
 
 
 def fill_targets(pointer: str) -> frozenset:
@@ -195,14 +190,26 @@ def _removed(version: str) -> tuple[tuple[str, str], ...]:
 
 
 def accepted_by(pointer: str) -> list[str]:
-    """The supported releases whose schema has the key at `pointer` (not removed), for messages that say
-    which releases accept what the replayed one rejects."""
+    """The supported releases that take the key at `pointer`: they know it, or the section holding it
+    ignores keys it does not know (a dict.get section, fp16 before 0.17.1); for messages that say which
+    releases accept what the replayed one rejects."""
     found = []
     for group in releases.same_behaviour(releases.SUPPORTED):
-        prop = _property_in(_of_release(group[-1]), pointer)
-        if prop is not None and "x-deepspeed-removed" not in prop and "not" not in prop:
+        if _takes(_of_release(group[-1]), pointer_tokens(pointer)):
             found.extend(group)
     return found
+
+
+def _takes(node: dict, tokens: list[str]) -> bool:
+    for token in tokens[:-1]:
+        node = property_of(node, token)
+        if node is None:
+            return True  # a section this release does not read at all
+    prop = property_of(node, tokens[-1]) if tokens else node
+    if prop is not None:
+        return "x-deepspeed-removed" not in prop and "not" not in prop
+    model = (object_branch(node) or {}).get("x-deepspeed-model") or {}
+    return model.get("extra") != "forbid"
 
 
 def _property_in(node: dict, pointer: str) -> dict | None:

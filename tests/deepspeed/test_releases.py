@@ -20,12 +20,6 @@ def run(*args, cwd):
     return subprocess.run([*DSCONFIG, *args], capture_output=True, text=True, cwd=str(cwd))
 
 
-@pytest.fixture(autouse=True)
-def _newest_afterwards():
-    yield
-    schema.use(releases.NEWEST)
-
-
 def test_every_supported_release_has_data_and_the_newest_is_the_schema_file():
     data = json.loads(releases.data_path().read_text(encoding="utf-8"))
     assert list(data["releases"]) == list(releases.SUPPORTED)
