@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import re
 from fnmatch import fnmatchcase
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..boundary import special
 from ..files import read_at_most
+
+if TYPE_CHECKING:  # imported on first use at run time: most runs find the installed deepspeed and read no pin
+    from . import specifiers
 
 # Real files are a few KB; requirements with pip-compile's hashes a few hundred, a large project's uv.lock
 # a few MB. A lock is searched with one regex; the files parsed with tomllib and ast get the tightest bound.
@@ -66,7 +69,7 @@ def listing(folder: str) -> list[str]:
 
 
 def _pin(spec: str, constraint: specifiers.Constraint | None, path: str, line: int, locked: bool = False) -> list[Pin]:
-    from . import specifiers  # on first use: most runs find the installed deepspeed
+    from . import specifiers
     if constraint is None:
         return []
     relative = os.path.relpath(path)  # shown as the other messages show paths
@@ -75,7 +78,7 @@ def _pin(spec: str, constraint: specifiers.Constraint | None, path: str, line: i
 
 
 def _requirement(text: str, path: str, line: int) -> list[Pin]:
-    from . import specifiers  # on first use: most runs find the installed deepspeed
+    from . import specifiers
     found = specifiers.requirement(text)
     return _pin(found[0], found[1], path, line) if found else []
 
@@ -120,7 +123,7 @@ def _requirements(path: str, seen: set[str]) -> list[Pin]:
 
 
 def _locked(path: str, seen: set[str]) -> list[Pin]:
-    from . import specifiers  # on first use: most runs find the installed deepspeed
+    from . import specifiers
     text = read_text(path, LOCK_BYTES) or ""
     match = re.search(LOCKED, text) if "deepspeed" in text.lower() else None
     if match is None:
@@ -131,7 +134,7 @@ def _locked(path: str, seen: set[str]) -> list[Pin]:
 
 def _environment(path: str, seen: set[str]) -> list[Pin]:
     """conda's `dependencies:` and the `pip:` list inside it, read by lines."""
-    from . import specifiers  # on first use: most runs find the installed deepspeed
+    from . import specifiers
     text = read_text(path) or ""
     pip_indent = None  # the indent of `- pip:` while in its list
     for number, line in enumerate(text.splitlines() if "deepspeed" in text.lower() else (), 1):
@@ -154,7 +157,7 @@ def _environment(path: str, seen: set[str]) -> list[Pin]:
 
 def _pyproject(path: str, seen: set[str]) -> list[Pin]:
     """[project] dependencies and optional-dependencies, [dependency-groups], Poetry's dependency tables."""
-    from . import specifiers  # on first use: most runs find the installed deepspeed
+    from . import specifiers
     text = read_text(path, PARSED_BYTES) or ""
     if "deepspeed" not in text.lower():
         return []

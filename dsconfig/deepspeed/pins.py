@@ -148,7 +148,7 @@ def _pinned(start: str | None) -> Choice | None:
 
 
 def _resolve(pin: Pin) -> Choice:
-    from . import specifiers  # on first use: most runs find the installed deepspeed
+    from . import specifiers  # on first use: most runs find the installed deepspeed and read no pin
     where = f"{pin.file}:{pin.line}"
     allowed = [release for release in SUPPORTED if specifiers.allows(pin.constraint, release)]
     if not allowed:
