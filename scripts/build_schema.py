@@ -589,8 +589,10 @@ SPELLED = {
 }
 
 
-def _respell(props: dict) -> None:
+def _respell(props: dict) -> dict:
+    """Rename SPELLED's keys to this release's spelling; returns {path in lenient.json: spelling or None}."""
     import importlib
+    spellings = {}
     for path, candidates in SPELLED.items():
         *parents, key = path.split("/")
         owner = props
@@ -601,10 +603,12 @@ def _respell(props: dict) -> None:
             spelled = getattr(importlib.import_module(module), name, None)
             if spelled is not None:
                 break
+        spellings[path] = spelled
         items = list(owner.items())  # renamed in place: the key keeps its position
         owner.clear()
         owner.update((spelled, prop) if name == key else (name, prop) for name, prop in items
                      if name != key or spelled is not None)
+    return spellings
 
 
 def _legacy_precision(key: str) -> dict:
@@ -636,7 +640,7 @@ def build() -> dict:
                     "DeepSpeed ignores it."},
     }
     props.update(copy.deepcopy(lenient["properties"]))
-    _respell(props)
+    spellings = _respell(props)
     for key, cls in _sections().items():
         schema = model_schema(cls)
         if key == "timers/throughput":
@@ -672,6 +676,8 @@ def build() -> dict:
         "additionalProperties": True,
         "properties": props,
         "x-deepspeed-version": version,
+        # how this release spells the dict.get keys others spell differently (see SPELLED)
+        "x-deepspeed-spelled": spellings,
         "x-deepspeed-model": {"class": "deepspeed.runtime.config.DeepSpeedConfig", "extra": "ignore",
                               "validators": []},
     }

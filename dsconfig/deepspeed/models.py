@@ -1055,8 +1055,14 @@ def _check_loose(value, node: dict, pointer: str, ctx: _Context, top=False) -> N
         prop = props.get(key)
         if prop is None:
             if extra == "ignore" and not (top and key == "$schema"):
-                hint, fix = _did_you_mean(key, _schema.known_keys(branch))
                 where = "at the top level" if top else f"in `{dotted(pointer)}`"
+                spelled = _schema.respelled(here)
+                if spelled is not None:  # another release's name for a key this one reads
+                    ctx.add(IGNORED_KEY, f"`{key}` {where} is how other DeepSpeed releases spell `{spelled}`: "
+                            f"DeepSpeed {_schema.active()} ignores it and reads `{spelled}`", here,
+                            fix=json.dumps(spelled), on_key=True)
+                    continue
+                hint, fix = _did_you_mean(key, _schema.known_keys(branch))
                 ctx.add(IGNORED_KEY, f"Unknown key `{key}` {where}: DeepSpeed ignores it{hint}", here, fix=fix,
                         on_key=True)
             continue

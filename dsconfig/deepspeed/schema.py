@@ -233,3 +233,18 @@ def other_releases_note(pointer: str, removed_block: bool = False) -> str:
     """"; DeepSpeed 0.14.0 to 0.19.6 accept it" (empty when no supported release does)."""
     versions = not_removed_in(pointer) if removed_block else accepted_by(pointer)
     return f"; DeepSpeed {releases.spans(versions)} accept it" if versions else ""
+
+
+def respelled(pointer: str) -> str | None:
+    """The active release's spelling of the key at `pointer` when other releases spell that key this way
+    (`seq_parallel_comm_data_type` before 0.16.5, `seq_parallel_communication_data_type` after); None
+    otherwise. From the generated x-deepspeed-spelled of every release."""
+    tokens = pointer_tokens(pointer)
+    active_spelling = root().get("x-deepspeed-spelled", {})
+    for group in releases.same_behaviour(releases.SUPPORTED):
+        for path, spelled in _of_release(group[-1]).get("x-deepspeed-spelled", {}).items():
+            *parents, _ = path.split("/")
+            mine = active_spelling.get(path)
+            if spelled == tokens[-1] and parents == tokens[:-1] and mine and mine != spelled:
+                return mine
+    return None

@@ -121,3 +121,14 @@ def test_generate_writes_a_config_its_release_accepts(tmp_path, version):
     linted = run("lint", "ds_config.json", "--gpus", "2", "--deepspeed-version", version, "--target", "deepspeed",
                  cwd=tmp_path)
     assert " error" not in linted.stderr, linted.stdout
+
+
+def test_a_key_another_release_spells_differently_gets_the_replayed_spelling():
+    old = json.dumps({"train_batch_size": 8, "seq_parallel_comm_data_type": "bf16", "aio": {"thread_count": 2}})
+    found = {f.pointer: f for f in lint_text(old, "ds_config.json", deepspeed_version="0.19.8") if f.code == "DS102"}
+    assert json.loads(found["/seq_parallel_comm_data_type"].fix) == "seq_parallel_communication_data_type"
+    assert json.loads(found["/aio/thread_count"].fix) == "intra_op_parallelism"
+    # 0.14.0 reads those spellings, and refuses bf16 there (it spelled it bfp16), as the release does
+    findings = lint_text(old, "ds_config.json", deepspeed_version="0.14.0")
+    assert not [f for f in findings if f.code == "DS102"]
+    assert [f.pointer for f in findings if f.code == "DS406"] == ["/seq_parallel_comm_data_type"]
