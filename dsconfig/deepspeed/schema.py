@@ -189,6 +189,7 @@ def _removed(version: str) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=None)
 def accepted_by(pointer: str) -> list[str]:
     """The supported releases that take the key at `pointer`: they know it, or the section holding it
     ignores keys it does not know (a dict.get section, fp16 before 0.17.1); for messages that say which
@@ -220,6 +221,7 @@ def _property_in(node: dict, pointer: str) -> dict | None:
     return node
 
 
+@lru_cache(maxsize=None)
 def not_removed_in(pointer: str) -> list[str]:
     """The supported releases that do not refuse the block at `pointer` by name."""
     found = []
@@ -240,11 +242,17 @@ def respelled(pointer: str) -> str | None:
     (`seq_parallel_comm_data_type` before 0.16.5, `seq_parallel_communication_data_type` after); None
     otherwise. From the generated x-deepspeed-spelled of every release."""
     tokens = pointer_tokens(pointer)
-    active_spelling = root().get("x-deepspeed-spelled", {})
+    path = _spellings().get((tuple(tokens[:-1]), tokens[-1]))
+    mine = root().get("x-deepspeed-spelled", {}).get(path) if path else None
+    return mine if mine and mine != tokens[-1] else None
+
+
+@lru_cache(maxsize=1)
+def _spellings() -> dict:
+    """(parent tokens, a spelling some release uses) -> the key's path in lenient.json."""
+    table = {}
     for group in releases.same_behaviour(releases.SUPPORTED):
         for path, spelled in _of_release(group[-1]).get("x-deepspeed-spelled", {}).items():
-            *parents, _ = path.split("/")
-            mine = active_spelling.get(path)
-            if spelled == tokens[-1] and parents == tokens[:-1] and mine and mine != spelled:
-                return mine
-    return None
+            if spelled:
+                table[tuple(path.split("/")[:-1]), spelled] = path
+    return table
