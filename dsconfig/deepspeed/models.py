@@ -182,13 +182,11 @@ def _check_pydantic_sections(config: dict, ctx: _Context) -> None:
 
     ctx.resolved["hybrid_engine"] = _call(_section("hybrid_engine"), config.get("hybrid_engine", {}),
                                           "/hybrid_engine", ctx)
-    if "weight_quantization" in config and _section("weight_quantization") is not None:
+    if "weight_quantization" in config:
         ctx.resolved["weight_quantization"] = _call(_section("weight_quantization"), config["weight_quantization"],
                                                     "/weight_quantization", ctx)
-    # sections an older release does not have yet: it never reads them (no fields, nothing checked)
-    for key in ("compile", "tensor_parallel"):
-        model = _section(key)
-        ctx.resolved[key] = {} if model is None else _call(model, config.get(key, {}), "/" + key, ctx)
+    for key in ("compile", "tensor_parallel"):  # _call: {} where the release has no such model
+        ctx.resolved[key] = _call(_section(key), config.get(key, {}), "/" + key, ctx)
     ctx.resolved["timers"] = _timers(config, ctx)
 
 

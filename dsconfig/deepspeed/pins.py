@@ -41,6 +41,14 @@ class Choice(NamedTuple):
     line: int | None = None
 
 
+def choose_one(explicit: str | None, start: str | None, command: str) -> Choice:
+    """`choose` for a command that works with one release (estimate, generate): `all` is a VersionError."""
+    choice = choose(explicit, start)
+    if choice.version == "all":
+        raise VersionError(f"--deepspeed-version all is for lint; {command} works with one release")
+    return choice
+
+
 def choose(explicit: str | None, start: str | None, *, settings_value: str | None = None,
            settings_file: str | None = None) -> Choice:
     """The release to replay. `start` is the file or folder being linted (None: the working directory)."""

@@ -194,11 +194,12 @@ def accepted_by(pointer: str) -> list[str]:
     """The supported releases that take the key at `pointer`: they know it, or the section holding it
     ignores keys it does not know (a dict.get section, fp16 before 0.17.1); for messages that say which
     releases accept what the replayed one rejects."""
-    found = []
-    for group in releases.same_behaviour(releases.SUPPORTED):
-        if _takes(_of_release(group[-1]), pointer_tokens(pointer)):
-            found.extend(group)
-    return found
+    return _releases_where(lambda version: _takes(_of_release(version), pointer_tokens(pointer)))
+
+
+def _releases_where(test) -> list[str]:
+    """The supported releases for which test(release) holds, asked once per group that behaves alike."""
+    return [version for group in releases.same_behaviour(releases.SUPPORTED) if test(group[-1]) for version in group]
 
 
 def _takes(node: dict, tokens: list[str]) -> bool:
@@ -224,11 +225,7 @@ def _property_in(node: dict, pointer: str) -> dict | None:
 @lru_cache(maxsize=None)
 def not_removed_in(pointer: str) -> list[str]:
     """The supported releases that do not refuse the block at `pointer` by name."""
-    found = []
-    for group in releases.same_behaviour(releases.SUPPORTED):
-        if pointer not in dict(_removed(group[-1])):
-            found.extend(group)
-    return found
+    return _releases_where(lambda version: pointer not in dict(_removed(version)))
 
 
 def other_releases_note(pointer: str, removed_block: bool = False) -> str:

@@ -95,11 +95,9 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
         from ..deepspeed import pins, schema
         from . import deepspeed_config
         try:
-            release = pins.choose(deepspeed_version, ds_config if os.path.exists(ds_config) else None)
+            release = pins.choose_one(deepspeed_version, ds_config if os.path.exists(ds_config) else None, "estimate")
         except pins.VersionError as error:
             raise InputError(str(error)) from None
-        if release.version == "all":
-            raise InputError("--deepspeed-version all is for lint; estimate reads a config for one release")
         schema.use(release.version)
         try:
             values, notes = deepspeed_config.read(ds_config)

@@ -21,6 +21,7 @@ import click
 
 from .. import escape
 from ..commands.oneline import one_line_errors
+from ..deepspeed import releases
 from ..estimate import catalog, inputs, limits, measured, shapes
 from ..estimate.inputs import Count, shape_options
 from ..estimate.memory import OPTIMIZERS
@@ -124,8 +125,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     except planner.NoFit as error:
         raise InputError(error.reason) from None
     result.notes[:0] = notes
-    from ..deepspeed.releases import NEWEST
-    if release.version != NEWEST:  # the newest needs no word: every template is written for it
+    if release.version != releases.NEWEST:  # the newest needs no word: every template is written for it
         result.notes.append(f"written for DeepSpeed {release.version} ({release.reason})")
 
     paths = _paths(output_dir, script)
@@ -156,12 +156,9 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
 def _release(explicit: str | None, output_dir: str):
     from ..deepspeed import pins
     try:
-        choice = pins.choose(explicit, output_dir if os.path.isdir(output_dir) else None)
+        return pins.choose_one(explicit, output_dir if os.path.isdir(output_dir) else None, "generate")
     except pins.VersionError as error:
         raise InputError(str(error)) from None
-    if choice.version == "all":
-        raise InputError("--deepspeed-version all is for lint; generate writes for one release")
-    return choice
 
 
 def _check_text(*options) -> None:
