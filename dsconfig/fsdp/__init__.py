@@ -1,0 +1,1 @@
+"""FSDP under Accelerate: the settings dsconfig plans, writes and converts (see settings.py)."""
