@@ -394,8 +394,9 @@ def _build(model: dict, data: dict, pointer: str, ctx: _Context, key_pointers=No
             ctx.reject(exc, where(key))
 
     # Keys no field took: with populate_by_name the alias wins and the bare name becomes extra.
+    taken = set(given.values())
     for key in items:
-        if key in removed or any(given.get(f.name) == key for f in fields):
+        if key in removed or key in taken:
             continue
         failed = True
         twin = next((f for f in fields if f.name == key and f.alias), None)
@@ -797,9 +798,12 @@ def _path(value):
     raise _Reject("Input is not a valid path for <class 'pathlib.Path'>" + _got(value))
 
 
+_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+
+
 def _copied(value):
     """A deep copy, skipped for the immutable scalars that most defaults and values are."""
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if type(value) in _SCALAR_TYPES:
         return value
     return _deep_copy(value)
 
@@ -914,8 +918,17 @@ def _check_constraints(value, constraints: dict, pointer: str) -> None:
 # The models' own validators (names as in DeepSpeed; the schema lists which model has which)
 # ---------------------------------------------------------------------------------------------
 
-def _validators(model: dict, kind: str, mode: str, field: str | None = None):
+_VALIDATOR_CACHE: dict[tuple, tuple[dict, tuple]] = {}
+
+
+def _validators(model: dict, kind: str, mode: str, field: str | None = None) -> tuple:
+    """The implementations of the model's validators of this kind and mode (for one field, or the model)."""
+    cache_key = (id(model), kind, mode, field)
+    cached = _VALIDATOR_CACHE.get(cache_key)
+    if cached is not None and cached[0] is model:  # the model is kept alive with its entry: ids stay unique
+        return cached[1]
     name = _schema.model_name(model)
+    found = []
     for spec in model["x-deepspeed-model"].get("validators", ()):
         if spec["kind"] != kind or spec["mode"] != mode:
             continue
@@ -923,7 +936,9 @@ def _validators(model: dict, kind: str, mode: str, field: str | None = None):
             continue
         impl = VALIDATORS.get((name, spec["name"]))
         if impl is not None:
-            yield impl
+            found.append(impl)
+    _VALIDATOR_CACHE[cache_key] = (model, tuple(found))
+    return tuple(found)
 
 
 def _fp16_loss_scale(value, field):
