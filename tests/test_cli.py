@@ -294,3 +294,21 @@ def test_usage_errors_quoting_user_text_stay_one_line_each(tmp_path):
     assert result.returncode == 2
     assert "unknown rule selector `x\\n::error::forged`" in result.stderr
     assert not any(line.lstrip().startswith("::") for line in result.stderr.split("\n"))
+
+
+def test_whole_number_floats_in_the_hf_docs_config_do_not_fail_a_warning_gate(tmp_path):
+    """The HF docs' ZeRO-3 config writes 1e9 for integer settings: DS112 information, not a DS106 warning."""
+    config = {"zero_optimization": {"stage": 3, "sub_group_size": 1e9, "stage3_max_live_parameters": 1e9,
+                                    "stage3_max_reuse_distance": 1e9, "reduce_bucket_size": "auto"},
+              "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "gradient_clipping": "auto", "train_batch_size": "auto", "bf16": {"enabled": "auto"}}
+    path = write(tmp_path, "ds_config.json", config)  # json.dumps writes 1e9 as 1000000000.0
+    result = run(path, "--target", "hf-trainer", "--fail-on", "warning", "--format", "json")
+    assert result.exit_code == 0, result.stdout
+    reported = json.loads(result.stdout)
+    assert codes(reported).count("DS112") == 3 and "DS106" not in codes(reported)
+    assert {item["severity"] for item in reported if item["code"] == "DS112"} == {"info"}
+    # A string where DeepSpeed wants a number is still a warning: other readers do not convert it.
+    config["zero_optimization"]["stage"] = "3"
+    result = run(write(tmp_path, "ds_config.json", config), "--target", "hf-trainer", "--fail-on", "warning")
+    assert result.exit_code == 1 and "DS106" in result.stdout

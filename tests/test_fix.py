@@ -56,7 +56,7 @@ def test_every_policy_says_why():
 
 def test_safe_set():
     safe = {code for code, rule in RULES.items() if rule.fix_safety == SAFE}
-    assert safe == {"DS006", "DS103", "DS104", "DS106", "DS201", "DS300", "DS401", "ACC005", "ACC016"}
+    assert safe == {"DS006", "DS103", "DS104", "DS106", "DS112", "DS201", "DS300", "DS401", "ACC005", "ACC016"}
 
 
 def _plan(text, code, pointer, replacement, on_key=False, name="ds_config.json"):

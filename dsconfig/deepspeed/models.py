@@ -24,6 +24,7 @@ from ..phases import PARSE
 from ..pointers import dotted, pointer_join, pointer_tokens
 from ..rules.keys import (
     COERCED_VALUE,
+    INTEGRAL_FLOAT,
     CONFLICTING_KEYS,
     DEPRECATED_KEY,
     IGNORED_KEY,
@@ -465,10 +466,16 @@ def _validate_field(model: dict, field: _Field, value, pointer: str, ctx: _Conte
     _check_constraints(result, field.constraints, pointer)
     if _coerced(original, result):
         text = to_json(result)
-        ctx.add(COERCED_VALUE,
+        ctx.add(_coercion_rule(original, result),
                 f"DeepSpeed converts {to_json(original)} to {text} for `{dotted(pointer)}`; write {text}", pointer,
                 fix=text)
     return result
+
+
+def _coercion_rule(original, result):
+    """DS112 for a whole-number float read as that integer (every reader agrees), else DS106."""
+    exact = type(original) is float and type(result) is int and original == result
+    return INTEGRAL_FLOAT if exact else COERCED_VALUE
 
 
 def _coerced(original, result) -> bool:
@@ -518,7 +525,7 @@ def _build_v1(model: dict, data, pointer: str, ctx: _Context, key_pointers: dict
     for loc, original, result in notes.coerced:
         if _coerced(original, result) and not isinstance(result, (dict, list)):
             text = to_json(result)
-            ctx.add(COERCED_VALUE, f"DeepSpeed converts {brief(original)} to {text} for `{dotted(where(loc))}`; "
+            ctx.add(_coercion_rule(original, result), f"DeepSpeed converts {brief(original)} to {text} for `{dotted(where(loc))}`; "
                     f"write {text}", where(loc), fix=text)
     return values
 

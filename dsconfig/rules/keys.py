@@ -8,7 +8,7 @@ dsconfig.deepspeed.step (the values DeepSpeed first computes with in the trainin
 from __future__ import annotations
 
 from ..phases import INITIALIZE, LOAD, PARSE, SILENT, STEP
-from .rule import CHANGED_VALUE, CONVERTED_ON_MIGRATION, ERROR, SAFE, UNSAFE, WARNING, Autofix, Rule, ds
+from .rule import INFO, CHANGED_VALUE, CONVERTED_ON_MIGRATION, ERROR, SAFE, UNSAFE, WARNING, Autofix, Rule, ds
 
 REMOVED_KEY = Rule(
     "DS100", "removed-key", ERROR,
@@ -205,7 +205,8 @@ COERCED_VALUE = Rule(
     "DS106", "coerced-value", WARNING,
     summary="DeepSpeed silently converts this value; write the canonical form",
     what="""Reports a value DeepSpeed's pydantic models silently convert to another type: `"3"` to `3`, `"true"`
-    to `true`, `1` to `true`.""",
+    to `true`, `1` to `true`. A whole number written as a float (`1e9` for an integer setting) is DS112
+    instead: every reader gets the same number.""",
     why="""DeepSpeed runs as if the canonical value were written, but anything that reads the raw file does not
     convert: the HF Trainer's and Accelerate's `HfDeepSpeedConfig.is_zero3()` compares `zero_optimization.stage ==
     3`, so with `"3"` they do not treat the run as ZeRO-3: no `zero.Init` while the model loads (every process
@@ -230,6 +231,39 @@ COERCED_VALUE = Rule(
         "true), so DeepSpeed runs the same; readers that skip the conversion (the HF Trainer compares `stage == "
         "3`) now agree with it.",
     ),
+)
+
+INTEGRAL_FLOAT = Rule(
+    "DS112", "integral-float", INFO,
+    summary="A whole number written as a float where DeepSpeed wants an integer; it converts it exactly",
+    what="""Reports an integer setting of DeepSpeed's config models written as a float with no fractional part:
+    `"sub_group_size": 1e9`, `"reduce_bucket_size": 5e8`, `"stage": 3.0`.""",
+    why="""Nothing goes wrong: pydantic converts `1e9` to `1000000000` and every other reader (the HF Trainer,
+    Accelerate) compares the number, not its spelling. (DeepSpeed's own hjson reader already reads `1e9` as an
+    integer; the HF Trainer and Accelerate read the file with `json.load`, which gives a float.) The Hugging Face docs write these sizes this way. It is
+    reported as information, for those who want integers written as integers (`--fix` rewrites them); it never
+    fails a `--fail-on warning` run.""",
+    fails_in=(SILENT,),
+    failing=ds("""
+        {
+          "train_micro_batch_size_per_gpu": 4,
+          "zero_optimization": {
+            "sub_group_size": 1e9,
+            "stage": 3
+          }
+        }
+        """, target="hf-trainer"),
+    passing=ds("""
+        {
+          "train_micro_batch_size_per_gpu": 4,
+          "zero_optimization": {
+            "sub_group_size": 1000000000,
+            "stage": 3
+          }
+        }
+        """, target="hf-trainer"),
+    fix="Nothing is needed; to write integers as integers, `dsconfig lint --fix --select DS112`.",
+    autofix=Autofix(SAFE, "The float is replaced by the integer DeepSpeed converts it to; the value is the same."),
 )
 
 AUTO_IGNORED = Rule(
@@ -379,5 +413,5 @@ STEP_VALUE = Rule(
 
 RULES = (
     REMOVED_KEY, UNKNOWN_KEY, IGNORED_KEY, INVALID_VALUE, DEPRECATED_KEY, CONFLICTING_KEYS, COERCED_VALUE,
-    AUTO_IGNORED, STRICT_KEY, WRONG_TYPE, PRESENCE_ENABLES, STEP_VALUE,
+    INTEGRAL_FLOAT, AUTO_IGNORED, STRICT_KEY, WRONG_TYPE, PRESENCE_ENABLES, STEP_VALUE,
 )
