@@ -28,6 +28,15 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
 
+    def resolve_command(self, ctx, args):
+        """A mistyped command gets a did-you-mean, as a mistyped option does."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+            guess = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.5)
+            ctx.fail(f"No such command '{name}'." + (f" Did you mean '{guess[0]}'?" if guess else ""))
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx, name):
         if name in self.lazy:
             import importlib

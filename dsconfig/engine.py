@@ -78,6 +78,7 @@ class Collection(NamedTuple):
     found: frozenset[str]  # those found in a folder or by a glob rather than named: a failure to read one is DS008
     problems: list[Finding]  # entries of walked folders that cannot be linted (DS008, DS009), placed
     boundary: Boundary  # what was asked for: the folders and files given, the files globs matched
+    missing: tuple[str, ...] = ()  # "path: why" for each path given that is not there; the others are linted
 
 
 def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), gitignore: bool = True,
@@ -91,13 +92,15 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
     applies to files named explicitly (so a pre-commit run honours it); .gitignore does not. `virtual`
     names inputs that are not on disk (stdin). A walk never follows a symbolic link out of the folder
     walked (unless into a place `allowed`), never opens a FIFO, socket or device, and reports an entry
-    it cannot read instead of stopping (DS008, DS009). A path given that is missing or unreadable is a
-    UsageError.
+    it cannot read instead of stopping (DS008, DS009). A path given that is missing, or a glob that
+    matches nothing, goes to `missing` and the rest is collected; a folder that cannot be read or holds
+    nothing to lint is a UsageError.
     """
     files: list[str] = []
     found: list[str] = []
     problems: list[Finding] = []
     roots: list[str] = []
+    missing: list[str] = []
     virtual = set(virtual)
     for path in paths:
         if path in virtual:
@@ -123,14 +126,15 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             reported = len(problems)
             matched = _expand_glob(path, exclude, gitignore, problems, allowed)
             if not matched and len(problems) == reported:
-                raise UsageError(f"{path}: no file matches this pattern")
+                missing.append(f"{path}: no file matches this pattern")
             files.extend(matched)
             found.extend(matched)
             roots.extend(matched)
         else:
-            raise UsageError(f"{path}: {_missing(path)}")
+            missing.append(f"{path}: {_missing(path)}")
     named = set(files) - set(found)
-    return Collection(list(dict.fromkeys(files)), frozenset(found) - named, problems, Boundary.of(roots))
+    return Collection(list(dict.fromkeys(files)), frozenset(found) - named, problems, Boundary.of(roots),
+                      tuple(missing))
 
 
 def _named_link(path: str, allowed: Boundary) -> Finding | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -276,7 +277,8 @@ def test_any_exception_is_one_escaped_line_and_exit_two(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("args, code, shown", [(["--help"], 0, "Usage: dsconfig"), (["-V"], 0, "version"),
-                                               (["lint"], 2, "Missing argument"), (["nosuch"], 2, "No such command")])
+                                               (["lint", "--target"], 2, "requires an argument"),
+                                               (["nosuch"], 2, "No such command")])
 def test_run_keeps_clicks_exit_codes(args, code, shown, capsys, monkeypatch):
     from dsconfig.cli import run
 
@@ -312,3 +314,51 @@ def test_whole_number_floats_in_the_hf_docs_config_do_not_fail_a_warning_gate(tm
     config["zero_optimization"]["stage"] = "3"
     result = run(write(tmp_path, "ds_config.json", config), "--target", "hf-trainer", "--fail-on", "warning")
     assert result.exit_code == 1 and "DS106" in result.stdout
+
+
+def test_a_mistyped_command_gets_a_did_you_mean(capsys, monkeypatch):
+    from dsconfig.cli import run
+
+    monkeypatch.setattr(sys, "argv", ["dsconfig", "lnit", "ds_config.json"])
+    with pytest.raises(SystemExit) as exited:
+        run(cli, "dsconfig")
+    assert exited.value.code == 2
+    assert "No such command 'lnit'. Did you mean 'lint'?" in capsys.readouterr().err
+
+
+def test_lint_without_paths_lints_the_current_folder(tmp_path, monkeypatch):
+    write(tmp_path, "ds_config.json", {"train_micro_batch_size_per_gpu": 4.0, "gradient_clipping": 1.0})
+    monkeypatch.chdir(tmp_path)
+    result = run("--format", "json")
+    assert result.exit_code == 1  # DS201 is an error
+    assert [(item["code"], os.path.basename(item["file"])) for item in json.loads(result.stdout)] == \
+        [("DS201", "ds_config.json")]
+
+
+def test_a_missing_path_is_reported_after_the_others_are_linted(tmp_path):
+    present = write(tmp_path, "ds_config.json", {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 3,
+                                                  "gradient_clipping": 1.0})
+    missing = str(tmp_path / "missing.json")
+    result = subprocess.run([sys.executable, "-m", "dsconfig", "lint", missing, present, str(tmp_path / "no*.json")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2  # a usage error wins over the findings
+    assert "DS20" in result.stdout and present in result.stdout  # the present file was linted
+    assert result.stderr.splitlines()[-2:] == [f"dsconfig: error: {missing}: no such file or directory",
+                                               f"dsconfig: error: {tmp_path}/no*.json: no file matches this pattern"]
+    alone = subprocess.run([sys.executable, "-m", "dsconfig", "lint", missing], capture_output=True, text=True)
+    assert alone.returncode == 2 and alone.stdout == ""
+    assert alone.stderr == f"dsconfig: error: {missing}: no such file or directory\n"
+
+
+def test_a_folder_walk_counts_the_files_that_are_no_configs_instead_of_listing_them(tmp_path):
+    write(tmp_path, "ds_config.json", {"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0})
+    write(tmp_path, "package.json", {"name": "web", "version": "1.0.0"})
+    write(tmp_path, "tsconfig.json", {"compilerOptions": {"strict": True}})
+    walked = subprocess.run([sys.executable, "-m", "dsconfig", "lint", str(tmp_path)], capture_output=True, text=True)
+    assert walked.returncode == 0 and "DS005" not in walked.stdout
+    assert "in 1 file" in walked.stderr and "2 other files skipped" in walked.stderr
+    listed = run(str(tmp_path), "--show-skipped", "--format", "json")
+    assert sorted(os.path.basename(item["file"]) for item in json.loads(listed.stdout)
+                  if item["code"] == "DS005") == ["package.json", "tsconfig.json"]
+    named = run(str(tmp_path / "package.json"), "--format", "json")  # a file the user names is still told about
+    assert codes(json.loads(named.stdout)) == ["DS005"]

@@ -45,6 +45,9 @@ class Outcome(NamedTuple):
     findings: list  # reported: selected and not suppressed
     documents: dict  # path -> Document, for --fix, source frames and regions
     fixes: object  # dsconfig.fix.FixRun with --fix or --diff, else None
+    missing: tuple[str, ...] = ()  # "path: why" for the paths given that are not there (exit 2 at the end)
+    found: frozenset = frozenset()  # files a folder walk or a glob found (not named)
+    skipped: int = 0  # files a walk or glob found that are no configs (DS005), not listed without --show-skipped
 
 
 def _world_sizes(value: str | None) -> tuple[int, ...] | None:
@@ -109,7 +112,7 @@ def _check_output(output_file: str | None, force: bool) -> None:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))  # unreadable: one line, below
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))  # unreadable: one line, below
 @click.option("--target", type=click.Choice(TARGET_NAMES),
               help="Who loads the config. Default: hf-trainer when the file holds \"auto\", else deepspeed.")
 @click.option("--world-size", "world_size", metavar="N[,N...]",
@@ -153,6 +156,9 @@ def _check_output(output_file: str | None, force: bool) -> None:
               help="gitignore-style pattern of files and folders to skip (replaces the configuration's exclude).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True,
               help="Skip what .gitignore files ignore when walking folders and globs.")
+@click.option("--show-skipped", is_flag=True,
+              help="List the files a folder or glob found that are no DeepSpeed or Accelerate config (DS005); "
+                   "by default they are only counted.")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply the safe fixes to the files.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
@@ -168,11 +174,14 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
          batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
-         apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
+         show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
 
-    `-` reads standard input. With --fix, safe fixes are written back (stdin: the fixed text is printed).
+    Without PATHS, the current folder is linted. `-` reads standard input. With --fix, safe fixes are
+    written back (stdin: the fixed text is printed). A path that is not there is reported at the end
+    (exit 2) after the others are linted.
     """
+    paths = paths or (".",)
     if unsafe_fixes and not (apply_fixes or diff):
         raise click.UsageError("--unsafe-fixes needs --fix or --diff")
     if statistics and output_format in ("github", "sarif"):
@@ -190,16 +199,29 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
     release = choose_release(deepspeed_version, selection.settings, inputs.paths)
     if release.version == "all":
         from .releases_table import lint_all_releases
-        sys.exit(lint_all_releases(_run, inputs, selection, exclude, respect_gitignore, output_format, output_file))
+        outcomes = []
+
+        def run_and_keep(*args, **kwargs):
+            outcomes.append(_run(*args, **kwargs))
+            return outcomes[-1]
+        status = lint_all_releases(run_and_keep, inputs, selection, exclude, respect_gitignore, output_format,
+                                   output_file)
+        _exit_if_missing(outcomes[-1] if outcomes else None)
+        sys.exit(status)
     inputs = inputs._replace(options=inputs.options._replace(deepspeed_version=release.version))
     outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes,
                    writing=apply_fixes and not diff)
+    if not show_skipped:
+        outcome = _quiet_about_skipped(outcome)
     if diff:
-        sys.exit(_print_diff(outcome.fixes))
+        status = _print_diff(outcome.fixes)
+        _exit_if_missing(outcome)
+        sys.exit(status)
     if apply_fixes:
         _write_fixes(outcome.fixes)
     _report(outcome, selection, output_format, output_file, color, statistics, unsafe_fixes,
             stdin=bool(inputs.stdin_text) and apply_fixes, release=release)
+    _exit_if_missing(outcome)
     if exit_zero:
         sys.exit(0)
     from .. import report
@@ -330,6 +352,8 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         collection = engine.collect(inputs.paths, exclude=patterns, virtual=inputs.virtual, gitignore=respect_gitignore,
                                     allowed=allowed)
         files = collection.files
+        if collection.missing and not files and not collection.problems:
+            _fail("; ".join(collection.missing))  # nothing else to lint
         options = inputs.options._replace(found=collection.found, boundary=collection.boundary + allowed)
         if fixing:
             from .. import fix
@@ -349,7 +373,27 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
     except Exception as error:  # never a traceback for the user; ask for a report instead
         _internal_error(f"{type(error).__name__}: {error}")
     findings = apply(found, set(files) | set(documents), settings, selection.enabled)
-    return Outcome(files, findings, documents, fixes)
+    return Outcome(files, findings, documents, fixes, collection.missing, collection.found)
+
+
+def _quiet_about_skipped(outcome: Outcome) -> Outcome:
+    """Files a walk or glob found that are no configs (package.json, tsconfig.json) are counted, not listed;
+    DS005 stays for a file named on the command line."""
+    from ..rules.files import NOT_A_CONFIG
+    quiet = {id(f) for f in outcome.findings if f.rule is NOT_A_CONFIG and f.file in outcome.found}
+    if not quiet:
+        return outcome
+    skipped = {f.file for f in outcome.findings if id(f) in quiet}
+    return outcome._replace(findings=[f for f in outcome.findings if id(f) not in quiet], skipped=len(skipped))
+
+
+def _exit_if_missing(outcome: Outcome | None) -> None:
+    """The paths that were not there, one line each, after the others were linted: exit 2 (a usage error)."""
+    if outcome is None or not outcome.missing:
+        return
+    for line in outcome.missing:
+        click.echo(escape.line(f"dsconfig: error: {line}"), err=True)
+    sys.exit(2)
 
 
 def _allowed(allow_read: tuple[str, ...], settings):
@@ -411,8 +455,11 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         except BrokenPipeError:
             _reader_gone()
     if output_format in ("concise", "full") or statistics:
-        linted = len(set(outcome.files) | set(documents))
+        linted = len(set(outcome.files) | set(documents)) - outcome.skipped
         line = report.summary(findings, linted, context)
+        if outcome.skipped:
+            line += (f"; {outcome.skipped} other file{'' if outcome.skipped == 1 else 's'} skipped (no DeepSpeed or "
+                     "Accelerate config; --show-skipped lists them)")
         run = outcome.fixes
         if run is not None:
             fixed = sum(result.fixed for result in run.files.values() if result.changed)
