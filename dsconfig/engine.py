@@ -486,10 +486,11 @@ _NOTHING_USES = {
 def unused_options(doc: Document, options: Options, findings: list[Finding]) -> list[Finding]:
     """DS010 for each run option given that no check of this file used: never a silent pass.
 
-    Files a walk found and skipped as no config (DS005) are left alone; a named file always gets it."""
+    A file skipped as no config (DS005) is left alone: DS005 already says nothing was checked, and the
+    pre-commit hook, which names every staged JSON/YAML file, ignores DS005 to pass those in silence."""
     walked = doc.path in options.found
-    if walked and (any(f.rule is NOT_A_CONFIG for f in findings) or (doc.kind == "other" and not doc.checked_with)):
-        return []  # a walk passes what is no config (a pyproject.toml) in silence
+    if any(f.rule is NOT_A_CONFIG for f in findings) or (walked and doc.kind == "other" and not doc.checked_with):
+        return []  # what is no config (a package.json, a pyproject.toml) passes in silence
     checked = set(doc.checked_with)
     if doc.kind == "accelerate" and (options.gpus or len(options.world_sizes or ()) == 1):
         checked.add("world_sizes")  # compared with the processes the YAML launches

@@ -9,6 +9,7 @@ virtualenv from a snapshot of this checkout; needs `pre-commit` installed and th
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -130,6 +131,49 @@ def test_pre_commit_try_repo(hook_repo, hook_id, tmp_path):
     for name in examples("negative", hook_id):
         assert f"{name}:" in failed.stdout  # each bad file is reported, path:line:col
     assert "DS005" not in passed.stdout + failed.stdout
+
+
+def _readme_block(after: str) -> str:
+    """The first fenced YAML block after the line `after` in README.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(re.escape(after) + r"\s*```yaml\n(.*?)```", text, re.S)
+    assert match, f"README.md has no YAML block after {after!r}"
+    return match.group(1)
+
+
+def test_readme_pre_commit_snippet_runs_as_written(hook_repo, tmp_path):
+    """The README's snippet, with only its repository URL pointed at this checkout's snapshot, tagged with
+    the snippet's own `rev` as a release of this repository is."""
+    snippet = yaml.safe_load(_readme_block("**pre-commit:**"))
+    assert len(snippet) == 1 and snippet[0]["hooks"][0]["id"] in HOOK_IDS
+    snapshot, home = hook_repo
+    _git("tag", "-f", snippet[0]["rev"], cwd=snapshot)
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{**snippet[0], "repo": str(snapshot)}]}))
+    (work / "ds_config.json").write_text('{"train_batch_size": 8.0, "gradient_clipping": 1.0}\n')
+    (work / "package.json").write_text('{"name": "web"}\n')
+    _git("init", "-q", cwd=work)
+    _git("add", "-A", cwd=work)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files"], cwd=work, capture_output=True,
+                            text=True, env=env, timeout=900)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "ds_config.json:1:22:" in result.stdout and "DS201" in result.stdout
+    assert "package.json" not in result.stdout
+
+
+def test_readme_and_action_pin_a_tag_of_this_repository():
+    """`rev:` and `uses: ...@` name a tag that exists (a clone without tags cannot tell)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is needed")
+    tags = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True)
+    if tags.returncode != 0 or not tags.stdout.split():
+        pytest.skip("this clone carries no tags")
+    rev = yaml.safe_load(_readme_block("**pre-commit:**"))[0]["rev"]
+    uses = re.search(r"uses: dsconfig/dsconfig@(\S+)", _readme_block("**GitHub Action**")).group(1)
+    assert rev in tags.stdout.split() and uses == rev
 
 
 # -- the GitHub Action ------------------------------------------------------------------------------------

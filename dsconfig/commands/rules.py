@@ -50,12 +50,14 @@ def rule(code_or_name, output_format):
     if output_format == "json":
         click.echo(json.dumps(rule_docs.as_dict(found), indent=2, ensure_ascii=False))
         return
-    try:
-        output = example_output(found)
-    except Exception as error:  # the explanation must still show if linting the example breaks
-        output = [f"(could not lint the example: {type(error).__name__}: {error})"]
+    outputs = []
+    for example in (found.failing, found.passing):
+        try:
+            outputs.append(example_output(found, example))
+        except Exception as error:  # the explanation must still show if linting the example breaks
+            outputs.append([f"(could not lint the example: {type(error).__name__}: {error})"])
     width = min(max(shutil.get_terminal_size((100, 24)).columns, 60), 100)
-    click.echo(rule_docs.terminal(found, width=width, output=output), nl=False)
+    click.echo(rule_docs.terminal(found, width=width, output=outputs[0], passing_output=outputs[1]), nl=False)
 
 
 def lookup(text: str):
@@ -82,9 +84,10 @@ def unknown_message(text: str) -> str:
 # -- running a rule's example ------------------------------------------------------------------------
 
 
-def example_output(rule) -> list[str]:
-    """`dsconfig lint`'s lines for the rule's own findings on its failing example (concise format)."""
-    found = [f for f in lint_example(rule.failing) if f["code"] == rule.code]
+def example_output(rule, example=None) -> list[str]:
+    """`dsconfig lint`'s lines for the rule's own findings on one of its examples (the failing one unless
+    given), in the concise format."""
+    found = [f for f in lint_example(example or rule.failing) if f["code"] == rule.code]
     return [f"{f['file']}:{f['line']}:{f['column']}: {f['code']} {f['message']}" for f in found]
 
 

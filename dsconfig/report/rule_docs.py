@@ -106,8 +106,9 @@ def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
                          break_on_hyphens=False, break_long_words=False) or [indent]
 
 
-def terminal(rule, width: int = 100, output: list[str] | None = None) -> str:
-    """`dsconfig rule CODE`: the rule's docs as plain text, with dsconfig's output on the failing example."""
+def terminal(rule, width: int = 100, output: list[str] | None = None,
+             passing_output: list[str] | None = None) -> str:
+    """`dsconfig rule CODE`: the rule's docs as plain text, with dsconfig's output on both examples."""
     failing, passing = _example_labels(rule)
     lines = [f"{rule.code} {rule.name} ({rule.severity})", f"{rule.summary}.", "",
              f"Fails in: {phases_text(rule.fails_in)}", f"Docs: {rule.url}", ""]
@@ -139,6 +140,12 @@ def terminal(rule, width: int = 100, output: list[str] | None = None) -> str:
             lines.append(f"  (no {rule.code} finding: this dsconfig does not report the rule yet)")
         lines.append("")
     example(passing, rule.passing)
+    if passing_output is not None:
+        lines.append(f"dsconfig reports ({rule.code} findings only)")
+        lines.extend("  " + line for line in passing_output)
+        if not passing_output:
+            lines.append(f"  (no {rule.code} finding)")
+        lines.append("")
     section("How to fix", rule.fix)
     return "\n".join(lines).rstrip("\n") + "\n"
 

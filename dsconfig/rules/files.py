@@ -206,23 +206,24 @@ NON_INTEGER_BATCH_SIZE = Rule(
 OPTION_UNUSED = Rule(
     "DS010", "option-unused", WARNING,
     summary="--world-size, --gpus, --dataset-size or --batchnorm was given, but no check of this file uses it",
-    what="""Warns, for each file linted, about the command-line options (or configuration settings) that describe
-    the training run but that no check of that file could use: a training config without a batch key, an
-    Accelerate YAML without batch settings, a training script with nothing those options bear on.""",
-    why="""`dsconfig lint train.yaml --world-size 3` that prints nothing would read as "fine on 3 GPUs", though
-    nothing in the file was checked at 3 GPUs. A pass must never be silent about what it did not check.""",
+    what="""Warns, for each config linted, about the command-line options (or configuration settings) that describe
+    the training run but that no check of that file could use: an Accelerate YAML without batch settings, a
+    training script with nothing those options bear on. A file that is no config at all gets DS005 instead,
+    which says the same (nothing was checked).""",
+    why="""`dsconfig lint accelerate_config.yaml --dataset-size 100000` that prints nothing would read as "the
+    epochs work out", though nothing in the file was checked against the dataset. A pass must never be silent
+    about what it did not check.""",
     fails_in=(SILENT,),
-    failing=folder(("configs/train.yaml", """
-        optimizer:
-          lr: 0.0002
-        epochs: 100
-        """), lint=("configs/train.yaml",), world_sizes=(2,)),
+    failing=folder(("accelerate_config.yaml", """
+        distributed_type: MULTI_GPU
+        num_processes: 2
+        """), lint=("accelerate_config.yaml",), dataset_size=100000),
     passing=folder(("configs/train.yaml", """
         optimizer:
           lr: 0.0002
         epochs: 100
         batch_size: 8
-        """), lint=("configs/train.yaml",), world_sizes=(2,)),
+        """), lint=("configs/train.yaml",), dataset_size=100000),
     fix="""Lint the file that holds the batch size too (a training config, the ds_config.json, the training
     script), or tell dsconfig which key it is (`--batch-key POINTER=per-device|global`).""",
 )

@@ -275,3 +275,14 @@ def test_the_cli_group_has_the_commands():
     result = CliRunner().invoke(cli, ["rule", "DS001"])
     assert result.exit_code == 0 and result.stdout.startswith("DS001 duplicate-key (error)")
     assert CliRunner().invoke(cli, ["rules"]).exit_code == 0
+
+
+def test_rule_page_shows_the_output_on_both_examples():
+    from click.testing import CliRunner
+
+    from dsconfig.commands.rules import rule
+
+    page = CliRunner().invoke(rule, ["DS201"]).output
+    failing, passing = page.split("\nUse instead\n")
+    assert "DS201 [*]" not in failing and "ds_config.json:" in failing.split("dsconfig reports (DS201 findings only)")[1]
+    assert "dsconfig reports (DS201 findings only)\n  (no DS201 finding)" in passing
