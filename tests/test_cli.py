@@ -64,16 +64,16 @@ def test_json_output_has_exactly_the_documented_keys(tmp_path):
     assert device["line"] > 1 and device["column"] > 1
 
 
-def test_concise_format_is_path_line_col_code_message(tmp_path):
+def test_concise_format_is_path_line_col_severity_code_message(tmp_path):
     path = write(tmp_path, "ds_config.json", '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": true},\n'
                                              '  "bf16": {"enabled": true}\n}\n')
     result = run(path)
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines, result.output
-    pattern = re.compile(rf"^{re.escape(path)}:\d+:\d+: DS\d{{3}} .+")
+    pattern = re.compile(rf"^{re.escape(path)}:\d+:\d+: (error|warning|info) DS\d{{3}} .+")
     assert all(pattern.match(line) for line in lines), lines
-    assert any(": DS400 " in line and line.startswith((f"{path}:3:", f"{path}:4:")) for line in lines), lines
+    assert any(": error DS400 " in line and line.startswith((f"{path}:3:", f"{path}:4:")) for line in lines), lines
 
 
 def test_usage_errors_exit_two_without_traceback(tmp_path):

@@ -95,7 +95,7 @@ def test_concise_summary_and_fix_marker():
     result = lint(*ARGS)
     assert result.stderr.strip() == ("5 errors, 2 warnings in 2 files (DeepSpeed 0.19.8: installed deepspeed 0.19.8); "
                                      "4 fixable with --fix (3 more with --unsafe-fixes)")
-    marked = [line.split()[1] for line in result.stdout.splitlines() if " [*] " in line]
+    marked = [line.split()[2] for line in result.stdout.splitlines() if " [*] " in line]
     assert marked == ["DS201", "DS401", "DS103", "ACC016"]  # the safe fixes only
 
 
@@ -206,7 +206,7 @@ def test_info_findings_are_notices(tmp_path):
 def test_full_frame_carets_help_and_world_size_note():
     out = lint(*ARGS, "--format", "full").stdout
     block = out.split("\n\n")[1]  # DS202 at world size 4
-    assert block.splitlines()[0].startswith("ds_config.json:3:37: DS202 ")
+    assert block.splitlines()[0].startswith("ds_config.json:3:37: error DS202 ")
     assert '3 |   "train_micro_batch_size_per_gpu": 32.0,' in block
     assert "  |                                     ^~~~" in block
     assert "= help: replace `32.0` with `16` (unsafe fix: --fix --unsafe-fixes)" in block
@@ -242,7 +242,7 @@ def test_full_reports_config_file_findings_with_their_line(tmp_path):
     (tmp_path / ".dsconfig.toml").write_text('[[suppress]]\nfiles = "ds_config.json"\nrules = ["DS201"]\n'
                                              'reason = "legacy"\n')
     out = lint("ds_config.json", "--format", "full", cwd=tmp_path).stdout
-    assert ".dsconfig.toml:1:1: DS900 " in out and "1 | [[suppress]]" in out
+    assert ".dsconfig.toml:1:1: warning DS900 " in out and "1 | [[suppress]]" in out
 
 
 def test_full_frame_escapes_the_source_and_keeps_the_carets_under_it(tmp_path):
@@ -295,14 +295,14 @@ def test_concise_and_full_escape_the_file_name(tmp_path, fmt):
     (tmp_path / CONTROL).write_text('{"train_batch_size": 7.0}')
     out = lint(CONTROL, "--no-config", "--format", fmt, cwd=tmp_path).stdout
     check_rendered(fmt, out)
-    assert out.startswith("ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json:1:1: DS509 ")
+    assert out.startswith("ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json:1:1: info DS509 ")
     assert not any(workflow_commands.parse(line) for line in out.split("\n"))
 
 
 def test_a_name_that_would_start_a_workflow_command_is_written_with_dot_slash(tmp_path):
     (tmp_path / "::add-mask::ds_config.json").write_text('{"train_batch_size": 7.0}')
     out = lint("::add-mask::ds_config.json", "--no-config", cwd=tmp_path).stdout
-    assert out.startswith("./::add-mask::ds_config.json:1:1: DS509 ")
+    assert out.startswith("./::add-mask::ds_config.json:1:1: info DS509 ")
     assert not any(workflow_commands.parse(line) for line in out.split("\n"))
 
 

@@ -88,7 +88,7 @@ def example_output(rule, example=None) -> list[str]:
     """`dsconfig lint`'s lines for the rule's own findings on one of its examples (the failing one unless
     given), in the concise format."""
     found = [f for f in lint_example(example or rule.failing) if f["code"] == rule.code]
-    return [f"{f['file']}:{f['line']}:{f['column']}: {f['code']} {f['message']}" for f in found]
+    return [f"{f['file']}:{f['line']}:{f['column']}: {f['severity']} {f['code']} {f['message']}" for f in found]
 
 
 def lint_arguments(example) -> list[str]:

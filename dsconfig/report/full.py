@@ -1,6 +1,6 @@
 """The concise line, then where it is: the line before, the line itself, carets under the value.
 
-    examples/broken_ds_config.json:3:37: DS201 [*] train_micro_batch_size_per_gpu is a float (32.0); ...
+    examples/broken_ds_config.json:3:37: error DS201 [*] train_micro_batch_size_per_gpu is a float (32.0); ...
       |
     2 |   "train_batch_size": 64,
     3 |   "train_micro_batch_size_per_gpu": 32.0,
@@ -19,7 +19,7 @@ import re
 
 from .. import escape
 from ..rules.files import FILE_TOO_LARGE, NOT_A_CONFIG, UNREADABLE_FILE
-from .concise import COLORS, header
+from .concise import COLORS, header_parts
 
 PHASES = {
     "load": "load (reading the file)",
@@ -103,10 +103,31 @@ def notes(finding, context, width: int) -> list[str]:
     return out
 
 
+WIDTH = 100  # long messages (DS704 lists fifteen "auto" fills) wrap at this width, continued indented
+
+
+def wrapped_header(finding, context) -> list[str]:
+    """The concise line, its message wrapped at WIDTH columns (continuation lines indented by four)."""
+    import textwrap
+
+    lead, message = header_parts(finding, context)
+    plain_lead = f"{escape.path(finding.file)}:{finding.line}:{finding.column}: {finding.severity} {finding.code}" \
+                 + (" [*]" if context.fixable(finding) else "")
+    if len(plain_lead) + 1 + len(message) <= WIDTH:
+        return [f"{lead} {message}"]
+    # wrap as if the lead were plain text of its printed width, then swap the styled lead back in
+    lines = textwrap.wrap(f"{plain_lead} {message}", width=WIDTH, subsequent_indent="    ",
+                          break_long_words=False, break_on_hyphens=False)
+    if not lines[0].startswith(plain_lead):  # a path longer than the width: keep it whole on the first line
+        return [f"{lead} {message}"]
+    lines[0] = lead + lines[0][len(plain_lead):]
+    return lines
+
+
 def render(findings, context) -> str:
     blocks = []
     for finding in findings:
-        lines = [header(finding, context)]
+        lines = wrapped_header(finding, context)
         source = frame(finding, context)
         lines.extend(source)
         width = len(str(finding.line)) if source else 0

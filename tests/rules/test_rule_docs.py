@@ -227,7 +227,7 @@ def test_rule_explains_a_rule_by_code_or_name(spelling):
         assert f"\n{section}\n" in out
     assert RULES["DS202"].url in out
     assert "$ dsconfig lint ds_config.json --world-size 8" in out
-    assert re.search(r"^  ds_config\.json:\d+:\d+: DS202 at world size 8\. DeepSpeed: Check batch related parameters",
+    assert re.search(r"^  ds_config\.json:\d+:\d+: error DS202 at world size 8\. DeepSpeed: Check batch related parameters",
                      out, flags=re.MULTILINE)
 
 
@@ -236,7 +236,7 @@ def test_rule_shows_dsconfig_output_for_every_rule(code):
     result = CliRunner().invoke(rule_command, [code])
     assert result.exit_code == 0, result.output
     reported = result.stdout.split(f"\ndsconfig reports ({code} findings only)\n", 1)[1]
-    assert f": {code} " in reported.split("\n\n", 1)[0]
+    assert f": {RULES[code].severity} {code} " in reported.split("\n\n", 1)[0]
 
 
 def test_rule_shows_extra_files_and_options():

@@ -308,7 +308,7 @@ def test_exit_codes_and_evidence_in_every_format(tmp_path, monkeypatch):
     runner = CliRunner()
     result = runner.invoke(lint_command, ["train.py", "--no-config", "--dataset-size", "1000", "--world-size", "1,2,3"])
     assert result.exit_code == 1
-    assert result.stdout.startswith("train.py:11:15: DS800 Trainer keeps use_distributed_sampler=True")
+    assert result.stdout.startswith("train.py:11:15: error DS800 Trainer keeps use_distributed_sampler=True")
     full = runner.invoke(lint_command, ["train.py", "--no-config", "--format", "full"]).stdout
     assert "  = note: data_module.py:16:16: DataLoader(..., batch_sampler=...) gets a sampler that shards by rank" \
         in full
