@@ -52,7 +52,8 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--no-zero-init", is_flag=True,
               help="ZeRO-3: the model is loaded whole on each rank before partitioning (no zero.Init).")
 @click.option("--gpu", "gpu_name", metavar="NAME", help="GPU model, e.g. H100-80GB, A100-40GB, V100-32GB, RTX4090.")
-@click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU (80GB, 79.6GiB) or a GPU name.")
+@click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: the size on the box (96GB or 96: the catalog's usable memory for cards of that size), "
+                   "an exact 79.6GiB, or a GPU name.")
 @click.option("--cpu-mem", metavar="SIZE", help="CPU memory per node (e.g. 1TB, 512GiB).")
 @click.option("--profile", is_flag=True,
               help="Measure the activations with torch + transformers on the meta device (no GPU needed).")

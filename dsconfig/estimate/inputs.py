@@ -88,7 +88,7 @@ def gpu(gpu_name: str | None, gpu_mem: str | None):
                                "give its memory with --gpu-mem instead")
     memory = None
     if gpu_mem is not None:
-        named = gpus.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else None
+        named = gpus.lookup(gpu_mem) if not gpu_mem.strip()[:1].isdigit() else gpus.nominal_card(gpu_mem)
         if named is not None:
             known = known or named
             memory = named.memory_bytes

@@ -38,7 +38,8 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.command("generate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--gpus", type=Count(limits.GPUS_PER_NODE), default=1, show_default=True, help="GPUs per node.")
 @click.option("--nodes", type=Count(limits.NODES), default=1, show_default=True, help="Nodes.")
-@click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: 96GB (10⁹ bytes), 80GiB, or a GPU name.")
+@click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: the size on the box (96GB or 96: the catalog's usable memory for "
+              "cards of that size), an exact 90GiB, or a GPU name.")
 @click.option("--gpu", "gpu_name", metavar="NAME",
               help="GPU model (H100-80GB, A100-40GB, V100-32GB, H20-96GB, ...): its memory and bf16 support.")
 @click.option("--cpu-mem", metavar="SIZE", help="CPU memory per node; checked when offloading. [default: not checked]")

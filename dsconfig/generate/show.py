@@ -46,13 +46,14 @@ def header(plan: Plan) -> list[str]:
         model += f" ({count(r.module.trainable)} trainable, {count(r.module.frozen)} frozen)"
     if r.default_model:
         model += f" (no --model or --params given: sized for the default, {DEFAULT_MODEL})"
-    gpu = f"{r.gpu_memory / 10 ** 9:,.1f} GB ({gib(r.gpu_memory)}{', ' + r.gpu_name if r.gpu_name else ''})"
+    # the memory the plan uses, in GiB as nvidia-smi counts it, and where it comes from
+    gpu = f"{gib(r.gpu_memory)}{' (' + r.gpu_name + ')' if r.gpu_name else ''}"
     world = f"{r.nodes} node{'s' if r.nodes > 1 else ''} × {r.gpus} GPU{'s' if r.gpus > 1 else ''} of {gpu}"
     seq = "image input" if m.family == "vit" else f"seq {r.seq_len}"
     if r.module is not None:
         seq = f"input {'×'.join(str(d) for d in r.module.sample_shape)} per sample"
-    return [f"dsconfig generate: {model}",
-            f"  on {world}; target {r.target}, {seq}, {r.optimizer}, {r.attention} attention"]
+    return [f"dsconfig generate: {model} on {world}",
+            f"  target {r.target}, {seq}, {r.optimizer}, {r.attention} attention"]
 
 
 def batch_line(plan: Plan) -> str:

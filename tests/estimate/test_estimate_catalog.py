@@ -105,8 +105,18 @@ def test_gpu_catalog():
     assert gpus.lookup("V100-32GB").bf16 is False and gpus.lookup("RTX4090").bf16 is True
     assert gpus.lookup("H20-96GB").memory_mib == 97871
     assert gpus.lookup("nonsense") is None
-    assert gpus.parse_memory_size("80GB") == 80 * 10 ** 9
+    assert gpus.parse_memory_size("80GB") == 80 * 2 ** 30  # GPU and host memory are sold in binary gigabytes
     for spelled in ("80GiB", "80G", "80"):
         assert gpus.parse_memory_size(spelled) == 80 * 2 ** 30
     with pytest.raises(ValueError):
         gpus.parse_memory_size("lots")
+
+
+def test_a_size_printed_on_the_box_means_the_catalog_cards_of_that_size():
+    """--gpu-mem 96GB is an H20 / GH200 / RTX PRO 6000, not 96·10⁹ bytes: the least usable memory among them."""
+    card = gpus.nominal_card("96GB")
+    assert card.memory_mib == gpus.lookup("H20-96GB").memory_mib == 97871 and card.bf16 is True
+    assert gpus.nominal_card("96") == card and gpus.nominal_card(" 96 gb ") == card
+    assert gpus.nominal_card("80GB").memory_mib == min(gpus.lookup(n).memory_mib for n in ("H100-80GB", "A100-80GB"))
+    assert gpus.nominal_card("16GB").bf16 is False  # V100-16GB and T4
+    assert gpus.nominal_card("96GiB") is None and gpus.nominal_card("50GB") is None  # exact, or no such card

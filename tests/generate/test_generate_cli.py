@@ -247,3 +247,17 @@ def test_the_example_in_docs_generate_md_is_real(tmp_path):
     shown = doc[start:doc.index("```", start)]
     result = run("--gpus", "2", "--gpu-mem", "96GB", "--global-batch", "64", cwd=tmp_path)
     assert result.exit_code == 0 and result.output == shown
+
+
+def test_a_size_on_the_box_plans_as_the_catalog_card_does(tmp_path):
+    """`--gpu-mem 96GB` and `--gpu H20-96GB` give the same plan, and the first line says which memory it used."""
+    def plan(*gpu):
+        result = run("--gpus", "2", *gpu, "--model", "llama-3.1-8b", "--stdout", cwd=tmp_path)
+        assert result.exit_code == 0, result.output
+        first, rest = result.stderr.split("\n", 1)
+        return first, [line for line in rest.split("\n\n")[1].splitlines() if "precision" not in line]
+    by_size, by_name, bare = plan("--gpu-mem", "96GB"), plan("--gpu", "H20-96GB"), plan("--gpu-mem", "96")
+    assert by_size[1] == by_name[1] == bare[1]
+    assert by_size[0].endswith("on 1 node × 2 GPUs of 95.6 GiB (a 96 GB card)")
+    assert by_name[0].endswith("on 1 node × 2 GPUs of 95.6 GiB (H20-96GB)")
+    assert plan("--gpu-mem", "90GiB")[0].endswith("2 GPUs of 90.0 GiB")
