@@ -9,7 +9,14 @@ import socket
 import pytest
 from click.testing import CliRunner
 
-from dsconfig.estimate import Hardware, TrainingSetup, catalog, estimate, fsdp_memory, shapes
+from dsconfig.estimate import (
+    Hardware,
+    TrainingSetup,
+    catalog,
+    estimate,
+    fsdp_memory,
+    shapes,
+)
 from dsconfig.estimate.command import estimate as estimate_command
 from dsconfig.fsdp.settings import FsdpSettings, accelerate_yaml
 
@@ -206,8 +213,8 @@ def test_cli_fsdp2_yaml_reads_reshard_after_forward(tmp_path):
     ("distributed_type: FSDP\nmixed_precision: fp64\n", ("fsdp.yaml:2:18:", "mixed_precision 'fp64'")),
     ("distributed_type: FSDP\nnum_processes: 8.0\n", ("fsdp.yaml:2:16:", "must be an integer")),
     ("distributed_type: [FSDP\n", ("fsdp.yaml:", "not YAML")),
-    ("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n  fsdp_sharding_strategy: NO_SHARD\n"
-     "  fsdp_reshard_after_forward: true\n", ()),
+    (("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n  fsdp_sharding_strategy: NO_SHARD\n"
+      "  fsdp_reshard_after_forward: true\n"), ()),
 ])
 def test_cli_bad_yaml_is_one_line(tmp_path, text, fragments):
     path = tmp_path / "fsdp.yaml"

@@ -37,7 +37,11 @@ def _wrap(model, version: int, strategy: str):
             fully_shard(layer, mp_policy=policy, reshard_after_forward=reshard)
         fully_shard(model, mp_policy=policy, reshard_after_forward=reshard)
         return model
-    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp import (
+        FullyShardedDataParallel,
+        MixedPrecision,
+        ShardingStrategy,
+    )
     from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
     policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
     precision = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16, buffer_dtype=torch.bfloat16)
