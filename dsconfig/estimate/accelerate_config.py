@@ -49,13 +49,21 @@ class _Reader:
         line, column = self.document.locate(pointer)
         raise ConfigError(f"{self.document.path}:{line}:{column}: {message}")
 
+    def scalar(self, mapping: dict, key: str, default, pointer: str):
+        """mapping[key], refused unless it is a scalar: a list or mapping (perhaps a YAML alias bomb) is
+        never turned into text."""
+        value = mapping.get(key, default)
+        if isinstance(value, (list, dict)):
+            self.fail(pointer, f"{key} is {limits.shown(value)}, not a single value")
+        return value
+
     def read(self) -> tuple[dict, list[str]]:
         config = self.document.value
         if not isinstance(config, dict):
             self.fail("", "not an Accelerate config: the top level is not a mapping")
-        kind = config.get("distributed_type")
+        kind = self.scalar(config, "distributed_type", None, "/distributed_type")
         if kind != "FSDP":
-            shown = repr(kind) if kind is not None else "missing"
+            shown = limits.shown(kind) if kind is not None else "missing"
             self.fail("/distributed_type", f"distributed_type is {shown}, not FSDP: `estimate --backend fsdp` reads "
                                             "Accelerate FSDP configs (estimate a DeepSpeed setup from its ds_config.json)")
         fsdp = config.get("fsdp_config", {})
@@ -64,11 +72,11 @@ class _Reader:
         if not isinstance(fsdp, dict):
             self.fail("/fsdp_config", "fsdp_config is not a mapping")
         values = {"fsdp": self._fsdp(fsdp)}
-        precision = config.get("mixed_precision", "no")
+        precision = self.scalar(config, "mixed_precision", "no", "/mixed_precision")
         if precision is not None:
             word = str(precision).lower() if not isinstance(precision, bool) else None
             if word not in PRECISIONS:
-                self.fail("/mixed_precision", f"mixed_precision {precision!r} is not one of no, fp16, bf16, fp8 "
+                self.fail("/mixed_precision", f"mixed_precision {limits.shown(precision)} is not one of no, fp16, bf16, fp8 "
                                               "(`accelerate launch` raises \"Unknown mixed_precision mode\")")
             values["precision"] = PRECISIONS[word]
         machines = self._count(config, "num_machines", 1, limits.NODES)
@@ -83,24 +91,26 @@ class _Reader:
         return values, self.notes
 
     def _fsdp(self, fsdp: dict) -> fsdp_memory.Fsdp:
-        version = fsdp.get("fsdp_version", 1)
+        version = self.scalar(fsdp, "fsdp_version", 1, "/fsdp_config/fsdp_version")
         if str(version) not in ("1", "2") or isinstance(version, bool):
-            self.fail("/fsdp_config/fsdp_version", f"fsdp_version {version!r} is not 1 or 2")
+            self.fail("/fsdp_config/fsdp_version", f"fsdp_version {limits.shown(version)} is not 1 or 2")
         version = int(str(version))
         if version == 1:
-            strategy = self._strategy(fsdp.get("fsdp_sharding_strategy", "FULL_SHARD"))
+            strategy = self._strategy(self.scalar(fsdp, "fsdp_sharding_strategy", "FULL_SHARD",
+                                                  "/fsdp_config/fsdp_sharding_strategy"))
         else:
             reshard = self._flag(fsdp, "fsdp_reshard_after_forward", True)
             strategy = "FULL_SHARD" if reshard else "SHARD_GRAD_OP"
             if "fsdp_sharding_strategy" in fsdp:
                 self.notes.append("fsdp_sharding_strategy is not read by FSDP2 (fsdp_reshard_after_forward is)")
-        wrap = str(fsdp.get("fsdp_auto_wrap_policy", "NO_WRAP")).upper()
+        wrap = str(self.scalar(fsdp, "fsdp_auto_wrap_policy", "NO_WRAP", "/fsdp_config/fsdp_auto_wrap_policy")).upper()
         if wrap not in ("TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"):
-            self.fail("/fsdp_config/fsdp_auto_wrap_policy", f"fsdp_auto_wrap_policy {wrap!r} is not "
+            self.fail("/fsdp_config/fsdp_auto_wrap_policy", f"fsdp_auto_wrap_policy {limits.shown(wrap)} is not "
                                                            "TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP or NO_WRAP")
         if wrap == "SIZE_BASED_WRAP":
             self.notes.append("SIZE_BASED_WRAP: units estimated as one per transformer layer")
-        state_dict = str(fsdp.get("fsdp_state_dict_type", "FULL_STATE_DICT" if version == 1 else "SHARDED_STATE_DICT"))
+        state_dict = str(self.scalar(fsdp, "fsdp_state_dict_type", "FULL_STATE_DICT" if version == 1 else
+                                     "SHARDED_STATE_DICT", "/fsdp_config/fsdp_state_dict_type"))
         return fsdp_memory.Fsdp(strategy=strategy, version=version,
                                 offload_params=self._flag(fsdp, "fsdp_offload_params", False),
                                 wrapped=wrap != "NO_WRAP",
@@ -113,17 +123,17 @@ class _Reader:
             return fsdp_memory.STRATEGIES[int(text) - 1]  # torch's ShardingStrategy values
         if text not in fsdp_memory.STRATEGIES or isinstance(value, bool):
             self.fail("/fsdp_config/fsdp_sharding_strategy",
-                      f"fsdp_sharding_strategy {value!r} is not one of {', '.join(fsdp_memory.STRATEGIES)} or 1-5")
+                      f"fsdp_sharding_strategy {limits.shown(value)} is not one of {', '.join(fsdp_memory.STRATEGIES)} or 1-5")
         return text
 
     def _flag(self, fsdp: dict, key: str, default: bool) -> bool:
-        value = fsdp.get(key, default)
+        value = self.scalar(fsdp, key, default, f"/fsdp_config/{key}")
         word = str(value).lower()  # the launcher writes str(value).lower() into the environment
         if word in _TRUE:
             return True
         if word in _FALSE:
             return False
-        self.fail(f"/fsdp_config/{key}", f"{key} {value!r} is not a boolean (Accelerate's str_to_bool raises)")
+        self.fail(f"/fsdp_config/{key}", f"{key} {limits.shown(value)} is not a boolean (Accelerate's str_to_bool raises)")
 
     def _count(self, config: dict, key: str, default: int, limit: limits.Limit) -> int:
         value = config.get(key, default)
@@ -132,4 +142,4 @@ class _Reader:
         try:
             return limits.count(value, key, limit)
         except limits.LimitError as error:
-            self.fail(f"/{key}", str(error))
+            self.fail(f"/{key}", str(error))  # limits.count describes a list without expanding it

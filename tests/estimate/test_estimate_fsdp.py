@@ -206,11 +206,11 @@ def test_cli_fsdp2_yaml_reads_reshard_after_forward(tmp_path):
 @pytest.mark.parametrize("text, fragments", [
     ("distributed_type: DEEPSPEED\n", ("fsdp.yaml:1:19:", "not FSDP")),
     ("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 1\n  fsdp_sharding_strategy: HALF\n",
-     ("fsdp.yaml:4:27:", "fsdp_sharding_strategy 'HALF'")),
+     ("fsdp.yaml:4:27:", "fsdp_sharding_strategy \"HALF\"")),
     ("distributed_type: FSDP\nfsdp_config:\n  fsdp_offload_params: maybe\n", ("fsdp.yaml:3:24:", "not a boolean")),
     ("distributed_type: FSDP\nnum_processes: 3\nnum_machines: 2\n", ("fsdp.yaml:2:16:", "not a multiple")),
     ("distributed_type: FSDP\nfsdp_config: [1]\n", ("fsdp.yaml:2:14:", "not a mapping")),
-    ("distributed_type: FSDP\nmixed_precision: fp64\n", ("fsdp.yaml:2:18:", "mixed_precision 'fp64'")),
+    ("distributed_type: FSDP\nmixed_precision: fp64\n", ("fsdp.yaml:2:18:", "mixed_precision \"fp64\"")),
     ("distributed_type: FSDP\nnum_processes: 8.0\n", ("fsdp.yaml:2:16:", "must be an integer")),
     ("distributed_type: [FSDP\n", ("fsdp.yaml:", "not YAML")),
     (("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n  fsdp_sharding_strategy: NO_SHARD\n"
