@@ -15,6 +15,8 @@ The rules, in order (docs/generate.md has the long form):
        ZeRO-0, ZeRO-1, ZeRO-2, ZeRO-3,
        ZeRO-2 + optimizer offload, ZeRO-3 + optimizer offload, ZeRO-3 + optimizer and parameter
        offload, ZeRO-3 + NVMe (only with an NVMe path).
+   With `--backend fsdp` the rungs are FSDP's (fsdp_ladder): NO_SHARD (FSDP1), SHARD_GRAD_OP,
+   HYBRID_SHARD (FSDP1, several nodes), FULL_SHARD, FULL_SHARD + parameter offload.
    "Fits" means the per-GPU total is at most the GPU memory less the headroom (10 % by default,
    for allocator fragmentation, which the estimate does not model), and, when the CPU memory per
    node is given, the CPU side fits in it.

@@ -122,3 +122,27 @@ def test_nothing_fits_is_one_line(tmp_path):
                  "64GB", cwd=tmp_path)
     one_line_error(result, "llama-3.1-70b does not fit 1 node × 1 GPU")
     assert "--nvme-path" not in result.stderr and os.listdir(tmp_path) == []
+
+
+def test_a_measured_module_is_one_unit_accepted_by_accelerate(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    pytest.importorskip("accelerate")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.generate.test_generate_fsdp_accelerate import accelerate_reads
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-m", "dsconfig", "generate", "--backend", "fsdp", "--model-factory",
+                             "tests.estimate_harness.unet:unet_tiny", "--input-shape", "8,4,32,32", "--gpus", "2",
+                             "--gpu-mem", "24GB", "--global-batch", "24", "--target", "accelerate", "--stdout"],
+                            cwd=root, capture_output=True, text=True, timeout=300, check=False,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    assert result.returncode == 0, result.stderr
+    fsdp = yaml.safe_load(result.stdout)["fsdp_config"]
+    assert fsdp["fsdp_auto_wrap_policy"] == "NO_WRAP" and "fsdp_transformer_layer_cls_to_wrap" not in fsdp
+    assert fsdp["fsdp_activation_checkpointing"] is False  # the script checkpoints a module as it was measured
+    path = tmp_path / "accelerate_config.yaml"
+    path.write_text(result.stdout)
+    _, plugin, said, processes = accelerate_reads(str(path), monkeypatch)
+    assert not said and processes == 2 and plugin.auto_wrap_policy is None
