@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .memory import States, optimizer_state_bytes
-from .shapes import ModelShape, ShapeError, _module_params
+from .shapes import ModelShape, _module_params
 
 # torch's ShardingStrategy names, in its order (dsconfig.fsdp.settings.SHARDING_STRATEGIES)
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2")
@@ -93,7 +93,7 @@ def units(shape: ModelShape, wrapped: bool) -> Units:
         return Units(0, shape.parameters)
     try:
         modules = _module_params(shape)
-    except (ValueError, ShapeError):  # a --model-factory module: its layers are not known
+    except ValueError:  # ShapeError: a --model-factory module, whose layers are not known
         return Units(0, shape.parameters)
     per_layer: dict[int, int] = {}
     for size, times in modules:

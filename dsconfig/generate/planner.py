@@ -67,8 +67,8 @@ class Shape:
 
     @property
     def offloads(self) -> bool:
-        return self.offload_optimizer != "none" or self.offload_param != "none" or bool(self.fsdp and
-                                                                                       self.fsdp.offload_params)
+        fsdp_offload = self.fsdp is not None and self.fsdp.offload_params
+        return self.offload_optimizer != "none" or self.offload_param != "none" or fsdp_offload
 
     @property
     def short(self) -> str:
