@@ -360,6 +360,17 @@ def _estimate_ds_config(data: bytes):
     return make
 
 
+def _estimate_fsdp_yaml(data: bytes):
+    def make(folder: str) -> Spec:
+        _write(folder, "fsdp.yaml", data)
+        return Spec([*DSCONFIG, "estimate", "fsdp.yaml", "--model", "gpt2", "--gpu-mem", "80GB"])
+    return make
+
+
+FSDP_BOMB = BILLION_LAUGHS.replace(b"distributed_type: DEEPSPEED\n", b"distributed_type: FSDP\n") \
+    .replace(b"num_processes: 2\n", b"fsdp_config: {fsdp_version: 1, fsdp_sharding_strategy: *i}\nnum_processes: 2\n")
+
+
 def _factory(command: str, spec: str, shape: str):
     def make(folder: str) -> Spec:
         return Spec([*DSCONFIG, command, "--model-factory", spec, "--input-shape", shape, "--gpu-mem", "80GB"])
@@ -645,6 +656,19 @@ CASES = [
     Case("deepspeed-version-too-old", _file("ds_config.json", b'{"train_batch_size": 8}',
                                             "--deepspeed-version", "0.13.5"), 2,
          "DeepSpeed 0.13.5 is not supported: dsconfig replays 0.14.0 to 0.19.8"),
+    # estimate / generate --backend fsdp: an Accelerate FSDP YAML as input, a deep model planned
+    Case("estimate-fsdp-alias-bomb-strategy", _estimate_fsdp_yaml(FSDP_BOMB), 2,
+         "fsdp.yaml:11:4: fsdp_sharding_strategy is a JSON array, not a single value"),
+    Case("estimate-fsdp-1e12-processes", _estimate_fsdp_yaml(b"distributed_type: FSDP\nnum_processes: "
+                                                              b"1000000000000\n"), 2,
+         "fsdp.yaml:2:16: num_processes is 1000000000000, more than 65,536 processes"),
+    Case("estimate-fsdp-binary-yaml", _estimate_fsdp_yaml(b"\xff\xfe\x00distributed_type: FSDP\n"), 2,
+         "fsdp.yaml is not UTF-8 text"),
+    Case("estimate-fsdp-deepspeed-yaml", _estimate_fsdp_yaml(b"distributed_type: DEEPSPEED\n"), 2,
+         'fsdp.yaml:1:19: distributed_type is "DEEPSPEED", not FSDP'),
+    Case("generate-fsdp-10000-layers-nothing-fits", _command("generate", "--backend", "fsdp", "--params", "70B",
+                                                             "--layers", "10000", "--gpus", "8", "--gpu-mem", "4GB"),
+         2, "70B-parameter model does not fit 1 node × 8 GPUs"),
 ]
 
 

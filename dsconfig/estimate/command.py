@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 
 from .. import escape
 from ..commands.oneline import one_line_errors
-from . import catalog, gpus, inputs, limits, shapes
+from . import catalog, fsdp_memory, gpus, inputs, limits, shapes
 from . import measured as measured_module
 from .estimator import ATTENTIONS, OFFLOAD_DEVICES, PRECISIONS, Hardware, TrainingSetup
 from .inputs import Count, shape_options
 from .memory import OPTIMIZERS, Buckets
 
 PROG = "dsconfig estimate"
+BACKENDS = ("deepspeed", "fsdp")
 
 
 # A bad option or input file: one line on stderr, exit status 2.
@@ -32,7 +34,10 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 
 
 @click.command("estimate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("ds_config", required=False, type=click.Path(dir_okay=False))
+@click.argument("ds_config", metavar="[CONFIG]", required=False, type=click.Path(dir_okay=False))
+@click.option("--backend", type=click.Choice(BACKENDS),
+              help="DeepSpeed ZeRO or PyTorch FSDP (as Accelerate sets it up). [default: fsdp for an Accelerate "
+                   "YAML, else deepspeed]")
 @click.option("--model", "model_name", metavar="NAME|config.json",
               help="A catalog model (see --list-models) or a Hugging Face config.json.")
 @shape_options
@@ -51,6 +56,12 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--offload-param", type=click.Choice(OFFLOAD_DEVICES), help="ZeRO-3: offload the parameters.")
 @click.option("--no-zero-init", is_flag=True,
               help="ZeRO-3: the model is loaded whole on each rank before partitioning (no zero.Init).")
+@click.option("--sharding-strategy", type=click.Choice(fsdp_memory.STRATEGIES),
+              help="FSDP: how the model states are sharded. [default: FULL_SHARD]")
+@click.option("--fsdp-version", type=click.Choice(("1", "2")),
+              help="FSDP: 1 (FullyShardedDataParallel, flat parameters) or 2 (fully_shard, per-parameter). [default: 2]")
+@click.option("--offload-params/--no-offload-params", default=None,
+              help="FSDP: parameters, gradients and optimizer states in CPU memory (fsdp_offload_params).")
 @click.option("--gpu", "gpu_name", metavar="NAME", help="GPU model, e.g. H100-80GB, A100-40GB, V100-32GB, RTX4090.")
 @click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: the size on the box (96GB or 96: the catalog's usable memory for cards of that size), "
                    "an exact 79.6GiB, or a GPU name.")
@@ -70,14 +81,16 @@ InputError, _OneLineErrors = one_line_errors(PROG)
               show_default=True, help="Output format.")
 @click.option("--list-models", is_flag=True, help="List the model catalog and exit.")
 @click.option("--list-gpus", is_flag=True, help="List the GPU catalog and exit.")
-def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, intermediate, vocab, largest_layer,
+def estimate(ds_config, backend, sharding_strategy, fsdp_version, offload_params, model_name, params, layers, hidden, heads, kv_heads, intermediate, vocab, largest_layer,
              seq_len, micro_batch, precision, gradient_checkpointing, attention, optimizer, gpus, nodes, zero_stage,
              offload_optimizer, offload_param, no_zero_init, gpu_name, gpu_mem, cpu_mem, profile, model_factory,
              input_shape, input_dtype, deepspeed_version, output_format, list_models, list_gpus):
-    """Estimate per-GPU memory for training a model with DeepSpeed, and whether it fits.
+    """Estimate per-GPU memory for training a model with DeepSpeed or FSDP, and whether it fits.
 
-    DS_CONFIG, when given, supplies the ZeRO stage, offload devices, precision, micro batch,
-    optimizer, bucket sizes and activation checkpointing; options given explicitly win.
+    CONFIG, when given, is a ds_config.json (the ZeRO stage, offload devices, precision, micro batch,
+    optimizer, bucket sizes and activation checkpointing) or an Accelerate FSDP YAML (the sharding
+    strategy, FSDP version, offload, precision, processes and activation checkpointing); options
+    given explicitly win.
     """
     from . import estimator, report
 
@@ -92,7 +105,24 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
         return
 
     values, notes = {}, []
-    if ds_config is not None:
+    backend = _backend(backend, ds_config)
+    fsdp_options = {"--sharding-strategy": sharding_strategy, "--fsdp-version": fsdp_version,
+                    "--offload-params": offload_params}
+    deepspeed_options = {"--zero-stage": zero_stage, "--offload-optimizer": offload_optimizer,
+                         "--offload-param": offload_param, "--no-zero-init": no_zero_init or None,
+                         "--deepspeed-version": deepspeed_version}
+    wrong = next((name for name, value in (deepspeed_options if backend == "fsdp" else fsdp_options).items()
+                  if value is not None), None)
+    if wrong is not None:
+        raise InputError(f"{wrong} is a {'DeepSpeed' if backend == 'fsdp' else 'FSDP'} option; it does not go with "
+                         f"--backend {backend}")
+    if backend == "fsdp":
+        values, notes = _fsdp_values(ds_config, sharding_strategy, fsdp_version, offload_params)
+        for name in ("gpus", "nodes"):
+            if name in values and click.get_current_context().get_parameter_source(name).name != "DEFAULT":
+                del values[name]  # the command line wins over the YAML's processes
+        gpus, nodes = values.pop("gpus", gpus), values.pop("nodes", nodes)
+    elif ds_config is not None:
         from ..deepspeed import pins, schema
         from . import deepspeed_config
         try:
@@ -157,6 +187,36 @@ def estimate(ds_config, model_name, params, layers, hidden, heads, kv_heads, int
     else:
         click.echo(escape.lines(report.table(result)), nl=False)  # the model's name may be a file's
     sys.exit(1 if result.fits is False or result.errors else 0)
+
+
+def _backend(backend: str | None, config: str | None) -> str:
+    yaml_file = config is not None and config.lower().endswith((".yaml", ".yml"))
+    if backend is None:
+        return "fsdp" if yaml_file else "deepspeed"
+    if backend == "deepspeed" and yaml_file:
+        raise InputError(f"{config}: with --backend deepspeed give the ds_config.json (an Accelerate YAML is read "
+                         "with --backend fsdp)")
+    if backend == "fsdp" and config is not None and not yaml_file:
+        raise InputError(f"{config}: --backend fsdp reads an Accelerate FSDP config (.yaml or .yml)")
+    return backend
+
+
+def _fsdp_values(config, strategy, version, offload) -> tuple[dict, list[str]]:
+    """TrainingSetup values for FSDP: the Accelerate YAML's (when given), then the options'."""
+    from . import accelerate_config
+    values, notes = {"fsdp": fsdp_memory.Fsdp()}, []
+    if config is not None:
+        try:
+            values, notes = accelerate_config.read(config)
+        except accelerate_config.ConfigError as error:
+            raise InputError(str(error)) from None
+    changes = {"strategy": strategy, "version": int(version) if version else None, "offload_params": offload}
+    values["fsdp"] = replace(values["fsdp"], **{k: v for k, v in changes.items() if v is not None})
+    try:
+        values["fsdp"].check()
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    return values, notes
 
 
 def _gpu_catalog():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import activations, memory
+from . import activations, fsdp_memory, memory
 from .measured import ModuleProfile
 from .shapes import ModelShape
 
@@ -37,6 +37,7 @@ class TrainingSetup:
     offload_param: str = "none"
     zero_init: bool = True  # ZeRO-3 weights partitioned while loading (deepspeed.zero.Init / HF from_pretrained)
     buckets: memory.Buckets = field(default_factory=memory.Buckets)
+    fsdp: fsdp_memory.Fsdp | None = None  # PyTorch FSDP instead of DeepSpeed (zero_stage and offload unused)
 
     @property
     def world_size(self) -> int:
@@ -60,6 +61,11 @@ class TrainingSetup:
                 raise ValueError(f"{name.replace('_', '-')} must be none, cpu or nvme, got {getattr(self, name)!r}")
         if self.offload_optimizer != "none" and self.zero_stage == 0:
             raise ValueError("offloading the optimizer needs ZeRO stage 1, 2 or 3")
+        if self.fsdp is not None:
+            if self.zero_stage or self.offload_optimizer != "none" or self.offload_param != "none":
+                raise ValueError("FSDP has no ZeRO stage or DeepSpeed offload: use the sharding strategy and "
+                                 "offload_params")
+            self.fsdp.check()
 
 
 @dataclass(frozen=True)
@@ -117,12 +123,18 @@ def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardw
     if setup.attention == "flash" and setup.precision == "fp32":
         notes.append("flash attention kernels need bf16/fp16; fp32 runs SDPA's memory-efficient kernel, which "
                      "keeps the same tensors")
-    states = memory.model_states(model, precision=setup.precision, optimizer=setup.optimizer,
-                                 stage=setup.zero_stage, gpus=setup.gpus, nodes=setup.nodes,
-                                 offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param,
-                                 zero_init=setup.zero_init)
-    bufs = memory.buffers(model, precision=setup.precision, stage=setup.zero_stage, gpus=setup.gpus,
-                          nodes=setup.nodes, buckets=setup.buckets, offload_param=setup.offload_param)
+    if setup.fsdp is not None:
+        notes += _fsdp_notes(setup)
+        states = fsdp_memory.model_states(model, precision=setup.precision, optimizer=setup.optimizer,
+                                          fsdp=setup.fsdp, gpus=setup.gpus, nodes=setup.nodes)
+        bufs = fsdp_memory.buffers(model, precision=setup.precision, fsdp=setup.fsdp)
+    else:
+        states = memory.model_states(model, precision=setup.precision, optimizer=setup.optimizer,
+                                     stage=setup.zero_stage, gpus=setup.gpus, nodes=setup.nodes,
+                                     offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param,
+                                     zero_init=setup.zero_init)
+        bufs = memory.buffers(model, precision=setup.precision, stage=setup.zero_stage, gpus=setup.gpus,
+                              nodes=setup.nodes, buckets=setup.buckets, offload_param=setup.offload_param)
 
     def at(batch: int):
         if module is not None:
@@ -164,6 +176,21 @@ def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardw
         else []
     return Estimate(per_gpu, cpu, fits, max_batch, headroom, cpu_headroom, bufs, over, acts, model, setup,
                     hardware, notes, errors, module)
+
+
+def _fsdp_notes(setup: TrainingSetup) -> list[str]:
+    fsdp, notes = setup.fsdp, []
+    if fsdp.strategy in fsdp_memory.HYBRID and setup.nodes == 1:
+        notes.append(f"{fsdp.strategy} on one node shards over its {setup.gpus} GPUs, as FULL_SHARD does")
+    if fsdp.strategy in fsdp_memory.HYBRID and fsdp.version == 2:
+        notes.append("FSDP2 shards within a node and replicates across nodes only on a 2-D device mesh: Accelerate "
+                     "builds it from parallelism_config (dp_replicate_size = nodes, dp_shard_size = GPUs per node)")
+    if fsdp.offload_params:
+        notes.append("fsdp_offload_params keeps the sharded parameters, gradients and optimizer states in CPU memory "
+                     "and steps the optimizer there: every unit crosses PCIe twice per step")
+    if not fsdp.wrapped:
+        notes.append("no transformer layer class is wrapped: the whole model is one FSDP unit, gathered at once")
+    return notes
 
 
 def single_sample_error(module: ModuleProfile) -> str:

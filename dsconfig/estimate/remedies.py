@@ -48,6 +48,8 @@ def remedies(result: estimator.Estimate, measured_activations: int | None = None
             lines.append(f"--gradient-checkpointing: fits, up to micro batch {tried.max_micro_batch}")
     elif not setup.gradient_checkpointing:
         lines.append("--gradient-checkpointing may fit: re-run with it to measure the checkpointed module")
+    if setup.fsdp is not None:
+        return lines + _fsdp_remedies(setup, fits, bool(lines))
     for stage in range(setup.zero_stage + 1, 4):
         if setup.gpus * setup.nodes == 1:
             break  # nothing to shard over on one GPU
@@ -97,3 +99,39 @@ def remedies(result: estimator.Estimate, measured_activations: int | None = None
         lines.append(f"nothing fits these GPUs at {least} sample{'s' if least > 1 else ''} per GPU, not even with "
                      "checkpointing, ZeRO-3 and offload: more GPUs, or GPUs with more memory")
     return lines
+
+
+# FSDP's sharding strategies from the least sharded to the most (HYBRID_SHARD shards within a node).
+FSDP_ORDER = ("NO_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "FULL_SHARD")
+
+
+def _fsdp_remedies(setup, fits, found: bool) -> list[str]:
+    """The FSDP counterparts: more sharding, parameter offload, more GPUs (options of `estimate --backend fsdp`)."""
+    fsdp, lines = setup.fsdp, []
+    order = [s for s in FSDP_ORDER if s != "NO_SHARD" or fsdp.version == 1]
+    start = order.index(fsdp.strategy) + 1 if fsdp.strategy in order else len(order)
+    for strategy in order[start:]:
+        if setup.gpus * setup.nodes == 1 or (strategy == "HYBRID_SHARD" and setup.nodes == 1):
+            continue
+        tried = fits(fsdp=dataclasses.replace(fsdp, strategy=strategy))
+        if tried is not None:
+            lines.append(f"--sharding-strategy {strategy}: fits, up to micro batch {tried.max_micro_batch}")
+            break
+    if not fsdp.offload_params:
+        tried = fits(fsdp=dataclasses.replace(fsdp, strategy="FULL_SHARD", offload_params=True))
+        if tried is not None:
+            strategy = "" if fsdp.strategy == "FULL_SHARD" else "--sharding-strategy FULL_SHARD "
+            lines.append(f"{strategy}--offload-params: fits, up to micro batch {tried.max_micro_batch} (needs "
+                         f"{tried.cpu_per_node / 2 ** 30:.1f} GiB of CPU memory per node)")
+    for more in (2, 4, 8):
+        tried = fits(gpus=setup.gpus * more, fsdp=dataclasses.replace(fsdp, strategy="FULL_SHARD"))
+        if tried is not None:
+            lines.append(f"--gpus {setup.gpus * more} --sharding-strategy FULL_SHARD: fits, up to micro batch "
+                         f"{tried.max_micro_batch}")
+            break
+    if lines or found:
+        return [*lines, ("dsconfig generate --backend fsdp with the same model and GPUs picks the least of these and "
+                         "writes the config")]
+    samples = f"{setup.micro_batch} sample{'s' if setup.micro_batch > 1 else ''}"
+    return [(f"nothing fits these GPUs at {samples} per GPU, not even with FULL_SHARD and parameter offload: more "
+             "GPUs, or GPUs with more memory")]

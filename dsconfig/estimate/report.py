@@ -57,13 +57,15 @@ def describe_setup(e: Estimate) -> list[str]:
 
 def _zero_line(e: Estimate) -> str:
     s = e.setup
+    world = f"{s.nodes} node{'s' if s.nodes > 1 else ''} × {s.gpus} GPU{'s' if s.gpus > 1 else ''}"
+    if s.fsdp is not None:
+        return f"{s.fsdp.label()} on {world}"
     offload = []
     if s.offload_optimizer != "none":
         offload.append(f"optimizer → {s.offload_optimizer}")
     if s.offload_param != "none":
         offload.append(f"parameters → {s.offload_param}")
     zero = f"ZeRO-{s.zero_stage}" + (f" (offload {', '.join(offload)})" if offload else "")
-    world = f"{s.nodes} node{'s' if s.nodes > 1 else ''} × {s.gpus} GPU{'s' if s.gpus > 1 else ''}"
     return f"{zero} on {world}"
 
 
@@ -71,7 +73,8 @@ def table(e: Estimate) -> str:
     lines = describe_setup(e)
     rows: list[tuple[str, str]] = []
     for key in BREAKDOWN_KEYS[:-1]:
-        rows.append((LABELS[key], gib(e.per_gpu[key])))
+        label = "FSDP buffers" if key == "buffers" and e.setup.fsdp is not None else LABELS[key]
+        rows.append((label, gib(e.per_gpu[key])))
         detail = e.buffers if key == "buffers" else e.overhead if key == "overhead" else {}
         if key == "activations":
             a = e.activations
@@ -129,6 +132,16 @@ def as_dict(e: Estimate) -> dict:
              "gradient_checkpointing": s.gradient_checkpointing, "attention": e.activations.attention,
              "optimizer": s.optimizer, "gpus": s.gpus, "nodes": s.nodes, "zero_stage": s.zero_stage,
              "offload_optimizer": s.offload_optimizer, "offload_param": s.offload_param}
+    if s.fsdp is not None:  # the DeepSpeed fields give way to FSDP's
+        for key in ("zero_stage", "offload_optimizer", "offload_param"):
+            del setup[key]
+        f = s.fsdp
+        setup.update(backend="fsdp", fsdp={"version": f.version, "sharding_strategy": f.strategy,
+                                           "offload_params": f.offload_params, "wrapped_layers": f.wrapped,
+                                           "full_state_dict": f.full_state_dict,
+                                           "cpu_ram_efficient_loading": f.cpu_ram_efficient_loading})
+    else:
+        setup["backend"] = "deepspeed"
     if e.module is not None:
         del setup["seq_len"]  # the input shape says what a sample is
     return {

@@ -26,7 +26,7 @@ from ..estimate import catalog, inputs, limits, measured, shapes
 from ..estimate.inputs import Count, shape_options
 from ..estimate.memory import OPTIMIZERS
 from ..targets import NAMES as TARGET_NAMES
-from .planner import DEFAULT_MODEL, PRECISIONS, SHAPES
+from .planner import BACKENDS, DEFAULT_MODEL, PRECISIONS, SHAPES
 
 PROG = "dsconfig generate"
 
@@ -76,6 +76,10 @@ InputError, _OneLineErrors = one_line_errors(PROG)
               help="GPU memory kept free (allocator fragmentation is not in the estimate).")
 @click.option("--nvme-path", metavar="PATH", help="A local NVMe folder: allows ZeRO-3 + NVMe offload as a last resort.")
 @click.option("--template", type=click.Choice(tuple(SHAPES)), help="Use this ZeRO/offload shape instead of choosing.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="deepspeed", show_default=True,
+              help="deepspeed: a ds_config.json (ZeRO); fsdp: an Accelerate FSDP config (PyTorch FSDP).")
+@click.option("--fsdp-version", type=click.Choice(("1", "2")), default="2", show_default=True,
+              help="With --backend fsdp: FSDP2 (fully_shard) or FSDP1 (FullyShardedDataParallel).")
 @click.option("--deepspeed-version", "deepspeed_version", metavar="X.Y.Z",
               help="Write only what this DeepSpeed release understands (0.14.0 to 0.19.8). Default: the installed "
                    "deepspeed, else a pin in the output folder's project, else the newest.")
@@ -89,18 +93,25 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers, hidden, heads, kv_heads,
              intermediate, vocab, largest_layer, seq_len, global_batch, micro_batch, precision, target, optimizer,
              attention, model_factory, input_shape, input_dtype, batchnorm, gradient_checkpointing, headroom, nvme_path,
-             template, deepspeed_version, script, output_dir, force, to_stdout):
+             template, backend, fsdp_version, deepspeed_version, script, output_dir, force, to_stdout):
     """Generate ds_config.json (and accelerate_config.yaml, a hostfile, a SLURM script) sized to the GPUs.
 
-    Chooses the least ZeRO sharding that fits with headroom, offload and gradient checkpointing only
-    when needed, bf16 where the GPU has it, and the largest micro batch that splits the global batch
-    exactly; prints the plan with the per-GPU memory and the launch command.
+    Chooses the least ZeRO sharding (with --backend fsdp: FSDP sharding strategy) that fits with
+    headroom, offload and gradient checkpointing only when needed, bf16 where the GPU has it, and the
+    largest micro batch that splits the global batch exactly; prints the plan with the per-GPU memory
+    and the launch command.
     """
     from . import planner, render, show
 
     _check_text(("--output-dir", output_dir), ("--script", script), ("--nvme-path", nvme_path))
     memory, name, bf16 = _hardware(gpu_name, gpu_mem)
-    release = _release(deepspeed_version, output_dir)
+    fsdp = backend == "fsdp"
+    if fsdp:
+        for option, value in (("--deepspeed-version", deepspeed_version), ("--nvme-path", nvme_path),
+                              ("--template", template)):
+            if value is not None:
+                raise InputError(f"{option} goes with --backend deepspeed, not fsdp")
+    release = None if fsdp else _release(deepspeed_version, output_dir)
     flags = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "intermediate": intermediate,
              "vocab": vocab, "largest_layer": largest_layer}
     if model_factory is not None:
@@ -115,7 +126,8 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
         cpu_memory=_cpu_memory(cpu_mem), seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
         precision=precision, optimizer=optimizer, attention=attention, target=target, batchnorm=batchnorm,
         checkpointing=gradient_checkpointing, headroom=headroom / 100, nvme_path=nvme_path, template=template,
-        default_model=default_model, deepspeed_version=release.version)
+        default_model=default_model, deepspeed_version=release.version if release else None, backend=backend,
+        fsdp_version=int(fsdp_version))
     notes = inputs.params_note(params, flags)
     try:
         if model_factory is not None:
@@ -126,11 +138,16 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     except planner.NoFit as error:
         raise InputError(error.reason) from None
     result.notes[:0] = notes
-    if release.version != releases.NEWEST:  # the newest needs no word: every template is written for it
+    if release is not None and release.version != releases.NEWEST:  # the newest needs no word
         result.notes.append(f"written for DeepSpeed {release.version} ({release.reason})")
 
     paths = _paths(output_dir, script)
-    files = render.files(result, paths)
+    if fsdp:
+        from . import fsdp_render
+        result.notes += fsdp_render.notes(result)
+        files = fsdp_render.files(result, paths)
+    else:
+        files = render.files(result, paths)
     problems = self_check(result, files)
     if problems:
         raise InputError(f"internal error: the generated {problems[0]} (please report this)")

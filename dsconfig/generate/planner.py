@@ -15,6 +15,8 @@ The rules, in order (docs/generate.md has the long form):
        ZeRO-0, ZeRO-1, ZeRO-2, ZeRO-3,
        ZeRO-2 + optimizer offload, ZeRO-3 + optimizer offload, ZeRO-3 + optimizer and parameter
        offload, ZeRO-3 + NVMe (only with an NVMe path).
+   With `--backend fsdp` the rungs are FSDP's (fsdp_ladder): NO_SHARD (FSDP1), SHARD_GRAD_OP,
+   HYBRID_SHARD (FSDP1, several nodes), FULL_SHARD, FULL_SHARD + parameter offload.
    "Fits" means the per-GPU total is at most the GPU memory less the headroom (10 % by default,
    for allocator fragmentation, which the estimate does not model), and, when the CPU memory per
    node is given, the CPU side fits in it.
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import targets
 from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate, largest_fitting
+from ..estimate.fsdp_memory import Fsdp
 from ..estimate.measured import MODULE_FAMILY, ModuleProfile
 from ..estimate.memory import Buckets
 from ..estimate.shapes import ModelShape
@@ -60,10 +63,17 @@ class Shape:
     offload_optimizer: str = "none"
     offload_param: str = "none"
     label: str = ""
+    fsdp: Fsdp | None = None  # an FSDP rung (`--backend fsdp`): sharding strategy and offload instead of ZeRO
 
     @property
     def offloads(self) -> bool:
-        return self.offload_optimizer != "none" or self.offload_param != "none"
+        fsdp_offload = self.fsdp is not None and self.fsdp.offload_params
+        return self.offload_optimizer != "none" or self.offload_param != "none" or fsdp_offload
+
+    @property
+    def short(self) -> str:
+        """The rung in a few words: "ZeRO-2", "FULL_SHARD"."""
+        return self.fsdp.strategy if self.fsdp is not None else f"ZeRO-{self.stage}"
 
 
 LADDER = (
@@ -77,6 +87,19 @@ LADDER = (
     Shape("zero3_nvme", 3, "nvme", "nvme", label="ZeRO-3 + optimizer and parameter offload to NVMe"),
 )
 SHAPES = {shape.name: shape for shape in LADDER}
+BACKENDS = ("deepspeed", "fsdp")
+
+
+def fsdp_ladder(version: int, nodes: int) -> tuple[Shape, ...]:
+    """FSDP's rungs, least sharded first: NO_SHARD (FSDP1 only: fully_shard always shards), SHARD_GRAD_OP,
+    HYBRID_SHARD on several nodes (FSDP1: FSDP2 needs a 2-D mesh from parallelism_config), FULL_SHARD, and
+    FULL_SHARD with parameter offload."""
+    strategies = (["NO_SHARD"] if version == 1 else []) + ["SHARD_GRAD_OP"]
+    strategies += (["HYBRID_SHARD"] if version == 1 and nodes > 1 else []) + ["FULL_SHARD"]
+    rungs = [Shape(f"fsdp_{s.lower()}", 0, label=f"FSDP{version} {s}", fsdp=Fsdp(s, version)) for s in strategies]
+    rungs.append(Shape("fsdp_full_shard_offload", 0, label=f"FSDP{version} FULL_SHARD + CPU offload",
+                       fsdp=Fsdp("FULL_SHARD", version, offload_params=True)))
+    return tuple(rungs)
 
 
 class PlanError(ValueError):
@@ -116,6 +139,8 @@ class Request:
     default_model: bool = False  # the model is DEFAULT_MODEL because none was given
     deepspeed_version: str | None = None  # the release the config is written for (None: the newest)
     module: ModuleProfile | None = None  # --model-factory: the measured module (`model` is its shape)
+    backend: str = "deepspeed"  # or "fsdp": an Accelerate FSDP config instead of a ds_config.json
+    fsdp_version: int = 2
 
     @property
     def world_size(self) -> int:
@@ -226,6 +251,12 @@ def nvme_param_buffer(model: ModelShape, world: int) -> int:
 
 
 def setup_for(request: Request, shape: Shape, checkpointing: bool, precision: str, micro: int) -> TrainingSetup:
+    if shape.fsdp is not None:
+        # a measured module has no transformer layer class to wrap: it is one FSDP unit
+        fsdp = replace(shape.fsdp, wrapped=request.module is None)
+        return TrainingSetup(seq_len=request.seq_len, micro_batch=micro, precision=precision,
+                             gradient_checkpointing=checkpointing, attention=request.attention,
+                             optimizer=request.optimizer, gpus=request.gpus, nodes=request.nodes, fsdp=fsdp)
     return TrainingSetup(seq_len=request.seq_len, micro_batch=micro, precision=precision,
                          gradient_checkpointing=checkpointing, attention=request.attention,
                          optimizer=request.optimizer, gpus=request.gpus, nodes=request.nodes,
@@ -242,6 +273,8 @@ def trial(request: Request, shape: Shape, checkpointing: bool, precision: str, m
 
 
 def ladder(request: Request) -> tuple[Shape, ...]:
+    if request.backend == "fsdp":
+        return fsdp_ladder(request.fsdp_version, request.nodes)
     if request.template is not None:
         if request.template not in SHAPES:
             raise PlanError(f"--template must be one of {', '.join(SHAPES)}, got {request.template!r}")
@@ -328,6 +361,16 @@ def plan(request: Request) -> Plan:
 def _check(request: Request) -> None:
     if request.target not in targets.NAMES:
         raise PlanError(f"--target must be one of {', '.join(targets.NAMES)}, got {request.target!r}")
+    if request.backend not in BACKENDS:
+        raise PlanError(f"--backend must be one of {', '.join(BACKENDS)}, got {request.backend!r}")
+    if request.backend == "fsdp":
+        if request.target not in (targets.HF_TRAINER.name, targets.ACCELERATE.name):
+            raise PlanError(f"--target {request.target} does not run under `accelerate launch`: --backend fsdp writes an "
+                            "Accelerate FSDP config, for --target hf-trainer or accelerate")
+        if request.template is not None:
+            raise PlanError("--template names a DeepSpeed template; --backend fsdp chooses the sharding strategy itself")
+        if request.fsdp_version not in (1, 2):
+            raise PlanError(f"--fsdp-version must be 1 or 2, got {request.fsdp_version!r}")
     for name in ("gpus", "nodes", "seq_len"):
         if getattr(request, name) < 1:
             raise PlanError(f"--{name.replace('_', '-')} must be at least 1")
@@ -419,9 +462,10 @@ def _zero_reason(request: Request, trials: list[Trial], chosen: Trial) -> str:
     if shape.offloads:
         last = [t for t in before if not t.shape.offloads][-1]
         why = f"{last.shape.label} {_why_not(request, last)}"
-        return f"ZeRO-{shape.stage} with offload: no stage fits without offload ({why})"
+        what = "sharding strategy" if shape.fsdp is not None else "stage"
+        return f"{shape.short} with offload: no {what} fits without offload ({why})"
     last = before[-1]
-    return f"ZeRO-{shape.stage}: {last.shape.label} {_why_not(request, last)}"
+    return f"{shape.short}: {last.shape.label} {_why_not(request, last)}"
 
 
 def _offload_reason(request: Request, trials: list[Trial], chosen: Trial) -> str:
@@ -431,7 +475,9 @@ def _offload_reason(request: Request, trials: list[Trial], chosen: Trial) -> str
     what = {"zero2_offload_optimizer": "optimizer states and fp32 gradients to CPU memory",
             "zero3_offload_optimizer": "optimizer states and fp32 gradients to CPU memory",
             "zero3_offload_all": "optimizer states, fp32 gradients and parameters to CPU memory",
-            "zero3_nvme": f"optimizer states, fp32 gradients and parameters to NVMe ({request.nvme_path})"}[shape.name]
+            "zero3_nvme": f"optimizer states, fp32 gradients and parameters to NVMe ({request.nvme_path})",
+            "fsdp_full_shard_offload": "sharded parameters, gradients and optimizer states to CPU memory "
+                                       "(fsdp_offload_params: the optimizer steps on the CPU)"}[shape.name]
     before = [t for t in trials if t.shape != shape]
     if request.template is not None or not before:
         return what + (" (as asked)" if request.template else "")
@@ -481,7 +527,7 @@ def _no_fit_reason(request: Request, trials: list[Trial], precision: str, micro:
                 f"at micro batch {micro}, {_gib(request.budget)} available ({request.headroom:.0%} headroom kept)")
         more = _nodes_needed(request, precision, micro)
         if more:
-            hints.append(f"{more} nodes (ZeRO-3 fits there)")
+            hints.append(f"{more} nodes ({_most_sharded(request).short} fits there)")
         if request.micro_batch is not None and request.micro_batch > request.min_micro:
             hints.append("a smaller --micro-batch")
         if request.seq_len > 512 and request.model.family not in ("vit", MODULE_FAMILY):
@@ -489,20 +535,28 @@ def _no_fit_reason(request: Request, trials: list[Trial], precision: str, micro:
     else:
         text = (f"{model} does not fit {where}: {last.shape.label} needs {_gib(last.cpu_total)} of CPU memory per "
                 f"node, more than --cpu-mem {_gib(request.cpu_memory)}")
-        if not request.nvme_path and request.template is None:
+        if not request.nvme_path and request.template is None and request.backend != "fsdp":
             hints.append("--nvme-path to offload to NVMe")
         more = _nodes_needed(request, precision, micro)
         if more:
-            hints.append(f"{more} nodes (ZeRO-3 fits there)")
+            hints.append(f"{more} nodes ({_most_sharded(request).short} fits there)")
     if request.template:
         hints.append("no --template, to let dsconfig choose")
     return text + ("; try " + ", or ".join(hints) if hints else "")
 
 
 def _nodes_needed(request: Request, precision: str, micro: int) -> int | None:
-    """The smallest node count, up to 256, at which ZeRO-3 with checkpointing fits (None: none does)."""
-    zero3 = SHAPES["zero3"]
+    """The smallest node count, up to 256, at which ZeRO-3 (FSDP: FULL_SHARD) with checkpointing fits (None: none
+    does)."""
+    most = _most_sharded(request)
     for nodes in range(request.nodes + 1, 257):
-        if trial(replace(request, nodes=nodes), zero3, True, precision, micro).fits:
+        if trial(replace(request, nodes=nodes), most, True, precision, micro).fits:
             return nodes
     return None
+
+
+def _most_sharded(request: Request) -> Shape:
+    """The most sharded rung without offload: ZeRO-3, or FSDP's FULL_SHARD."""
+    if request.backend == "fsdp":
+        return next(s for s in fsdp_ladder(request.fsdp_version, 1) if s.name == "fsdp_full_shard")
+    return SHAPES["zero3"]

@@ -4,7 +4,7 @@ chart against the GPU size, what the script must set, and the launch command."""
 from __future__ import annotations
 
 from .planner import DEFAULT_MODEL, Plan
-from .render import Paths, launch_commands, lint_command, script_settings
+from .render import Paths
 
 GIB = 1 << 30
 WIDTH = 40  # bar columns for the whole GPU
@@ -64,7 +64,7 @@ def batch_line(plan: Plan) -> str:
 
 def choices(plan: Plan) -> list[str]:
     reasons = plan.reasons
-    rows = [("ZeRO", reasons["zero"]), ("offload", reasons["offload"]),
+    rows = [("FSDP" if plan.shape.fsdp is not None else "ZeRO", reasons["zero"]), ("offload", reasons["offload"]),
             ("checkpointing", reasons["checkpointing"]), ("precision", reasons["precision"]),
             ("batch", batch_line(plan)), ("", reasons["batch"])]
     return ["plan"] + [f"  {label:<14}{text}" for label, text in rows]
@@ -94,6 +94,10 @@ def memory_chart(plan: Plan, unicode: bool = True) -> list[str]:
 
 
 def text(plan: Plan, paths: Paths, written: list[str] | None, unicode: bool = True) -> str:
+    if plan.shape.fsdp is not None:  # an Accelerate FSDP config: its own launch, check and script settings
+        from .fsdp_render import launch_commands, lint_command, script_settings
+    else:
+        from .render import launch_commands, lint_command, script_settings
     lines = header(plan) + [""] + choices(plan) + [""] + memory_chart(plan, unicode)
     notes = list(plan.notes) + [n for n in plan.estimate.notes if n not in plan.notes]
     if notes:

@@ -61,7 +61,9 @@ NEVER = ("torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonsc
     (["estimate", "--params", "7B", "--gpus", "2", "--gpu-mem", "80GB"], ()),
     (["generate", "--gpus", "2", "--gpu-mem", "96GB", "--stdout"], ("yaml",)),
     (["rules"], ()),
-], ids=["help", "lint-yaml", "estimate", "generate", "rules"])
+    (["estimate", "--backend", "fsdp", "--params", "7B", "--gpus", "2", "--gpu-mem", "80GB"], ()),
+    (["generate", "--backend", "fsdp", "--gpus", "2", "--gpu-mem", "96GB", "--stdout"], ("yaml",)),
+], ids=["help", "lint-yaml", "estimate", "generate", "rules", "estimate-fsdp", "generate-fsdp"])
 def test_each_command_imports_only_what_it_needs(argv, allowed, tmp_path):
     """The CLI itself loads no PyYAML; YAML work loads it; nothing ever loads the oracles."""
     (tmp_path / "accelerate_config.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: NO\n")
