@@ -58,13 +58,13 @@ def convert(inputs, to, fsdp_version, model, gpus, nodes, target, micro_batch, o
     try:
         if to == "fsdp":
             _only(to, target=target != "hf-trainer", micro_batch=micro_batch != 1)
-            files, rows, title = _to_fsdp(inputs, int(fsdp_version), model, gpus, nodes, output_dir)
+            files, rows, title, world = _to_fsdp(inputs, int(fsdp_version), model, gpus, nodes, output_dir)
         else:
             _only(to, fsdp_version=fsdp_version != "2", model=model, gpus=gpus, nodes=nodes)
-            files, rows, title = _to_deepspeed(inputs, BY_NAME[target], micro_batch, output_dir)
+            files, rows, title, world = _to_deepspeed(inputs, BY_NAME[target], micro_batch, output_dir)
     except ConvertError as error:
         raise InputError(str(error)) from None
-    problems = self_check(files, to, target)
+    problems = self_check(files, to, target, world)
     if problems:
         raise InputError(f"internal error: the converted {problems[0]} (please report this)")
 
@@ -111,7 +111,8 @@ def _to_fsdp(inputs, version, model, gpus, nodes, output_dir):
     settings, launch, rows = mapping.to_fsdp(source, version=version, layer_cls=layer_cls, model=model, gpus=gpus,
                                              nodes=nodes)
     files = output.fsdp_files(settings, launch, " + ".join(inputs), _shown(output_dir, output.FSDP_CONFIG))
-    return files, rows, f"{' + '.join(inputs)} -> FSDP{settings.version} ({output.FSDP_CONFIG})"
+    title = f"{' + '.join(inputs)} -> FSDP{settings.version} ({output.FSDP_CONFIG})"
+    return files, rows, title, launch.num_processes
 
 
 def _to_deepspeed(inputs, target, micro_batch, output_dir):
@@ -125,15 +126,17 @@ def _to_deepspeed(inputs, target, micro_batch, output_dir):
                                 f"{target.who} fills no \"auto\": --micro-batch, accumulation 1, clipping 1.0"))
     files = output.deepspeed_files(choice, target, micro_batch, inputs[0], _shown(output_dir, DS_CONFIG),
                                    _shown(output_dir, ACCELERATE_CONFIG))
-    return files, rows, f"{inputs[0]} -> DeepSpeed ZeRO-{choice.stage} ({', '.join(f.name for f in files)})"
+    title = f"{inputs[0]} -> DeepSpeed ZeRO-{choice.stage} ({', '.join(f.name for f in files)})"
+    return files, rows, title, choice.num_processes
 
 
-def self_check(files, to: str, target_name: str) -> list[str]:
-    """Lint the converted files as `dsconfig lint` would; "file fails dsconfig lint: CODE message" per error."""
+def self_check(files, to: str, target_name: str, world: int) -> list[str]:
+    """Lint the converted files as `dsconfig lint` would at the world size they launch; "file fails dsconfig
+    lint: CODE message" per error (a dsconfig bug)."""
     from .. import engine, targets
     from ..generate.render import ACCELERATE_CONFIG, DS_CONFIG
     target = targets.BY_NAME[target_name] if to == "deepspeed" else None
-    options = engine.Options(target=target) if target else engine.Options()
+    options = engine.Options(target=target, world_sizes=(world,)) if target else engine.Options()
     problems = []
     for file in files:
         name = ACCELERATE_CONFIG if file.name.endswith(".yaml") else DS_CONFIG
