@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..accelerate.launch import FALSE_WORDS, TRUE_WORDS
-from ..fsdp.settings import SHARDING_STRATEGIES, FsdpSettings
+from ..fsdp.settings import SHARDING_STRATEGIES, STATE_DICT_TYPES, FsdpSettings
 from ..values import is_auto, py_str, to_json
-from .reading import ConvertError, DeepSpeedSource, FsdpSource
+from .reading import ConvertError, DeepSpeedSource, FsdpSource, launch_numbers
 
 MAPPED, APPROXIMATED, NO_EQUIVALENT, YOU_DECIDE = "mapped", "approximated", "no equivalent", "you decide"
 STATUSES = (MAPPED, APPROXIMATED, NO_EQUIVALENT, YOU_DECIDE)
@@ -60,7 +60,8 @@ def to_fsdp(source: DeepSpeedSource, *, version: int, layer_cls: str | None, mod
 
     if stage is None:
         rows.append(Row("zero_optimization.stage", "fsdp_sharding_strategy FULL_SHARD", YOU_DECIDE,
-                        '"auto" or unreadable: FULL_SHARD (ZeRO-3) assumed'))
+                        '"auto", or a value DeepSpeed refuses (dsconfig lint says why): FULL_SHARD (ZeRO-3) '
+                        "assumed"))
         stage = 3
     else:
         strategy = STAGE_TO_STRATEGY[stage]
@@ -146,8 +147,8 @@ def _precision_to_fsdp(settings: FsdpSettings, values: dict, config: dict) -> tu
     precision = values.get("precision")
     if precision is None:
         return settings.with_(mixed_precision="no"), [
-            Row("bf16/fp16 enabled", "mixed_precision no", YOU_DECIDE, '"auto": the HF Trainer\'s --bf16/--fp16 '
-                "decide (a YAML bf16 would force it on)")]
+            Row("bf16/fp16 enabled", "mixed_precision no", YOU_DECIDE, '"auto" (or both on, which DeepSpeed '
+                "refuses): the HF Trainer's --bf16/--fp16 decide (a YAML bf16 would force it on)")]
     if precision == "fp32":
         return settings.with_(mixed_precision="no"), [Row("bf16/fp16 off", "mixed_precision no", MAPPED, "fp32")]
     rows = [Row(f"{precision}.enabled", f"mixed_precision {precision}", MAPPED,
@@ -193,13 +194,10 @@ def _launch_to_fsdp(settings: FsdpSettings, source: DeepSpeedSource, stage: int,
                         "num_processes is the total over all machines" if gpus or nodes else
                         "no YAML to carry them from: pass --gpus N [--nodes M]"))
         return settings, launch, rows
-    processes = _int(yaml.get("num_processes"), 1)
-    machines = _int(yaml.get("num_machines"), 1)
-    ip = py_str(yaml["main_process_ip"]) if yaml.get("main_process_ip") is not None else None
-    port = _int(yaml.get("main_process_port"), None)
-    rows.append(Row(", ".join(key for key in LAUNCH_KEYS if key in yaml), "the same keys", MAPPED,
-                    "carried over from the Accelerate YAML"))
-    return settings, Launch(processes, machines, ip, port), rows
+    numbers = launch_numbers(source.doc, yaml)
+    rows.append(Row(", ".join(key for key in LAUNCH_KEYS if key in yaml) or "(launch defaults)", "the same keys",
+                    MAPPED, "carried over from the Accelerate YAML"))
+    return settings, Launch(*numbers), rows
 
 
 def _wrap(settings: FsdpSettings, layer_cls: str | None, model: str | None) -> tuple[FsdpSettings, Row]:
@@ -265,9 +263,8 @@ class ZeroChoice(NamedTuple):
 def to_deepspeed(source: FsdpSource) -> tuple[ZeroChoice, list[Row]]:
     fsdp, config, rows = source.fsdp, source.config, []
     version = _version(source)
-    processes = _int(config.get("num_processes"), 1)
-    machines = _int(config.get("num_machines"), 1)
-    per_machine = max(1, processes // max(1, machines))
+    numbers = launch_numbers(source.doc, config)
+    per_machine = numbers.num_processes // numbers.num_machines
     hybrid = False
     if version == 1:
         strategy = _strategy(source, fsdp.get("fsdp_sharding_strategy", "FULL_SHARD"))
@@ -279,8 +276,8 @@ def to_deepspeed(source: FsdpSource) -> tuple[ZeroChoice, list[Row]]:
         strategy, key = str(reshard).lower(), "fsdp_reshard_after_forward"
         stage = 3 if reshard else 2
         parallel = config.get("parallelism_config") if isinstance(config.get("parallelism_config"), dict) else {}
-        replicate = _int(parallel.get("parallelism_config_dp_replicate_size"), 1)
-        hybrid = replicate > 1
+        replicate = parallel.get("parallelism_config_dp_replicate_size", 1)
+        hybrid = isinstance(replicate, int) and not isinstance(replicate, bool) and replicate > 1
     rows.append(_sharding_row(key, strategy, stage, version))
     hpz = None
     if hybrid:
@@ -320,6 +317,9 @@ def to_deepspeed(source: FsdpSource) -> tuple[ZeroChoice, list[Row]]:
                         "DeepSpeed has no layer-wrapping checkpointing for HF models: the model checkpoints itself "
                         "(model.gradient_checkpointing_enable())"))
     state_dict = py_str(fsdp.get("fsdp_state_dict_type", "FULL_STATE_DICT" if version == 1 else "SHARDED_STATE_DICT"))
+    if state_dict.upper() not in STATE_DICT_TYPES + ("LOCAL_STATE_DICT",):
+        raise _error(source, source.pointer("fsdp_state_dict_type"), f"fsdp_state_dict_type {state_dict!r} is not one "
+                     "of FULL_STATE_DICT, SHARDED_STATE_DICT, LOCAL_STATE_DICT")
     gather = state_dict.upper() == "FULL_STATE_DICT"
     rows.append(Row(f"fsdp_state_dict_type {state_dict}",
                     f"stage3_gather_16bit_weights_on_model_save {str(gather).lower()}" if stage == 3 else "-",
@@ -335,9 +335,7 @@ def to_deepspeed(source: FsdpSource) -> tuple[ZeroChoice, list[Row]]:
     rows += _fsdp_without_twin(fsdp)
     rows.append(Row(", ".join(key for key in LAUNCH_KEYS if key in config) or "(launch)", "the same keys", MAPPED,
                     "carried over to the DeepSpeed Accelerate YAML"))
-    ip = py_str(config["main_process_ip"]) if config.get("main_process_ip") is not None else None
-    return ZeroChoice(stage, offload, precision, gather, zero_init, hpz, processes, machines, ip,
-                      _int(config.get("main_process_port"), None), checkpointing), rows
+    return ZeroChoice(stage, offload, precision, gather, zero_init, hpz, *numbers, checkpointing), rows
 
 
 def _sharding_row(key: str, value: str, stage: int, version: int) -> Row:
@@ -421,11 +419,3 @@ def _bool(value, doc=None, pointer: str = "") -> bool:
     raise ConvertError(f"{doc.path}:{line}:{column}: {py_str(value)!r} is not a boolean (Accelerate's str_to_bool "
                        "raises ValueError: invalid truth value)")
 
-
-def _int(value, default):
-    if value is None or isinstance(value, bool):
-        return default
-    try:
-        return int(str(value))
-    except ValueError:
-        return default

@@ -140,6 +140,34 @@ def deepspeed_source(paths: tuple[str, ...]) -> DeepSpeedSource:
     return DeepSpeedSource(inline_config(section, config), None, config, yaml_path, doc)
 
 
+class LaunchNumbers(NamedTuple):
+    num_processes: int
+    num_machines: int
+    main_process_ip: str | None
+    main_process_port: int | None
+
+
+def launch_numbers(doc, config: dict) -> LaunchNumbers:
+    """The launch keys a conversion carries over, refused where `accelerate launch` would fail on them: it
+    computes num_processes // num_machines with the values as loaded (a string raises TypeError there)."""
+    numbers = {}
+    for key, default, most in (("num_processes", 1, 1 << 20), ("num_machines", 1, 1 << 16),
+                               ("main_process_port", None, 65535)):
+        value = config.get(key)
+        if value is None:
+            numbers[key] = default
+        elif isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= most:
+            raise _at(doc, "/" + key, f"{key} {py_str(value)[:40]!r} is not a whole number from 1 to {most}")
+        else:
+            numbers[key] = value
+    if numbers["num_processes"] % numbers["num_machines"]:
+        raise _at(doc, "/num_processes", f"num_processes {numbers['num_processes']} is not a multiple of "
+                  f"num_machines {numbers['num_machines']} (it is the total over all machines)")
+    ip = config.get("main_process_ip")
+    return LaunchNumbers(numbers["num_processes"], numbers["num_machines"], None if ip is None else py_str(ip),
+                         numbers["main_process_port"])
+
+
 def inline_config(section: dict, config: dict) -> dict:
     """The ds_config DeepSpeedPlugin builds from inline deepspeed_config keys and mixed_precision."""
     out: dict = {}
