@@ -218,6 +218,12 @@ BAD = [
     (["a.json", "--to", "fsdp"], "a.json", "[1]", "a.json:1:1: not a DeepSpeed config: the top level is not an object"),
     (["a.json", "--to", "fsdp"], "a.json", b"{\"a\": \"\xff\"}", "a.json:1:8: not UTF-8 text (byte 0xff)"),
     (["gone.json", "--to", "fsdp"], None, None, "gone.json: cannot read"),
+    (["f.yaml", "--to", "deepspeed"], "f.yaml", "distributed_type: FSDP\nnum_machines: 3\nnum_processes: 8\n",
+     "f.yaml:3:16: num_processes 8 is not a multiple of num_machines 3"),
+    (["f.yaml", "--to", "deepspeed"], "f.yaml", "distributed_type: FSDP\nfsdp_config:\n  state_dict_type: X\n",
+     "f.yaml:3:20: fsdp_state_dict_type 'X' is not one of"),
+    (["f.yaml", "--to", "deepspeed"], "f.yaml", "distributed_type: FSDP\nmixed_precision: fp8\n",
+     "f.yaml:2:18: mixed_precision 'fp8': DeepSpeed takes no, fp16 or bf16"),
 ]
 
 
