@@ -102,7 +102,7 @@ def to_fsdp(source: DeepSpeedSource, *, version: int, layer_cls: str | None, mod
                         "every rank holds the whole model below ZeRO-3; FULL_STATE_DICT saves it whole too"))
     settings = settings.with_(state_dict_type=kind)
 
-    settings, launch, launch_rows = _launch_to_fsdp(settings, source, stage, gpus, nodes)
+    settings, launch, launch_rows = _launch_to_fsdp(settings, source, gpus, nodes)
     rows += launch_rows
     settings, wrap_row = _wrap(settings, layer_cls, model)
     rows.append(wrap_row)
@@ -170,7 +170,7 @@ def _gather_16bit(zero: dict) -> bool | None:
     return None
 
 
-def _launch_to_fsdp(settings: FsdpSettings, source: DeepSpeedSource, stage: int, gpus: int | None,
+def _launch_to_fsdp(settings: FsdpSettings, source: DeepSpeedSource, gpus: int | None,
                     nodes: int | None) -> tuple[FsdpSettings, Launch, list[Row]]:
     rows = []
     yaml = source.yaml or {}
