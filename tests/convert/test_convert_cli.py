@@ -249,3 +249,13 @@ def test_registered_in_the_group_and_imports_nothing_heavy(tmp_path):
                             check=False, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr
     assert "wrote accelerate_fsdp.yaml" in result.stdout
+
+
+def test_the_example_in_docs_convert_md_is_real(tmp_path):
+    doc = (ROOT / "docs" / "convert.md").read_text()
+    config = doc.split("```json\n", 1)[1].split("```", 1)[0]
+    console = doc.split("```console\n", 1)[1].split("```", 1)[0]
+    command, shown = console.split("\n", 1)
+    (tmp_path / "ds_config.json").write_text(config)
+    result = run(tmp_path, *command.removeprefix("$ dsconfig convert ").split())
+    assert result.exit_code == 0 and result.output == shown
