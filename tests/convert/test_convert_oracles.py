@@ -222,6 +222,7 @@ def test_deepspeed_yamls_are_accepted_by_accelerate(conversions):
         env = launch_env(conversion.folder / ACCELERATE_CONFIG)
         assert env["ACCELERATE_DEEPSPEED_CONFIG_FILE"] == DS_CONFIG
         seen += 1
+    print(f"\nDeepSpeed Accelerate YAMLs accepted by Accelerate: {seen}")
     assert seen >= 2 * len(fixtures.FSDP)
 
 
