@@ -21,6 +21,7 @@ class LazyGroup(click.Group):
         "lint": "dsconfig.commands.lint:lint",
         "estimate": "dsconfig.estimate.command:estimate",
         "generate": "dsconfig.generate.command:generate",
+        "convert": "dsconfig.convert.command:convert",
         "rules": "dsconfig.commands.rules:rules",
         "rule": "dsconfig.commands.rules:rule",
     }

@@ -450,6 +450,18 @@ def _big_script_walked(folder: str) -> Spec:
     return Spec(_lint("."))
 
 
+
+def _convert(name: str, data: bytes, to: str):
+    def make(folder: str) -> Spec:
+        _write(folder, name, data)
+        return Spec([*DSCONFIG, "convert", name, "--to", to])
+    return make
+
+
+def _convert_big(folder: str) -> Spec:
+    _big(folder)
+    return Spec([*DSCONFIG, "convert", "ds_config.json", "--to", "fsdp"])
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -669,6 +681,23 @@ CASES = [
     Case("generate-fsdp-10000-layers-nothing-fits", _command("generate", "--backend", "fsdp", "--params", "70B",
                                                              "--layers", "10000", "--gpus", "8", "--gpu-mem", "4GB"),
          2, "70B-parameter model does not fit 1 node × 8 GPUs"),
+    # dsconfig convert: bad input is one line naming the file (line:col), the files are never written
+    Case("convert-json-nesting-100000", _convert("ds_config.json", b'{"a": ' + b"[" * 100_000 + b"]" * 100_000
+                                                 + b"}", "fsdp"), 2, "DeepSpeed cannot load it", "dsconfig convert: "
+         "error: ds_config.json:1:"),
+    Case("convert-yaml-nesting-100000", _convert("fsdp.yaml", b"distributed_type: FSDP\nfsdp_config: "
+                                                 + b"[" * 100_000 + b"]" * 100_000 + b"\n", "deepspeed"), 2,
+         "not valid YAML", "dsconfig convert: error: fsdp.yaml:"),
+    Case("convert-200mb-json", _convert_big, 2, "more than any config holds; not read"),
+    Case("convert-5000-digit-num-processes", _convert("fsdp.yaml", b"distributed_type: FSDP\nnum_processes: 1"
+                                                      + b"0" * 5000 + b"\n", "deepspeed"), 2,
+         "Exceeds the limit (4300 digits)", "dsconfig convert: error: fsdp.yaml:"),
+    Case("convert-num-processes-string", _convert("fsdp.yaml", b"distributed_type: FSDP\nnum_processes: '8'\n",
+                                                  "deepspeed"), 2, "num_processes '8' is not a whole number",
+         "dsconfig convert: error: fsdp.yaml:2:16:"),
+    Case("convert-fsdp-config-10000-keys", _convert("fsdp.yaml", b"distributed_type: FSDP\nfsdp_config:\n"
+                                                    + b"".join(b"  key_%d: %d\n" % (i, i) for i in range(10_000)),
+                                                    "deepspeed"), 0, "fsdp_key_9999 9999 -> -"),
 ]
 
 
