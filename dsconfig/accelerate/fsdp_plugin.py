@@ -125,8 +125,8 @@ def findings_of(result: PluginReplay, where: Callable[[str], str]) -> list[Findi
                                               "and prepare() wraps the model as FSDP1; write 1 or 2",
                                 where("fsdp_version"), fails_in=SILENT))
     for field_name, rule, text in result.raised:
-        findings.append(Finding(rule, f"the FSDP plugin fails in every process: {text}", where(field_name),
-                                fails_in=INITIALIZE, fix=_fix_for(rule, field_name, text)))
+        message = text if rule is LAYER_CLASS_FORMAT else f"the FSDP plugin fails in every process: {text}"
+        findings.append(Finding(rule, message, where(field_name), fails_in=INITIALIZE))
     for field_name, text in result.dropped:
         findings.append(Finding(FSDP1_KEY_UNDER_FSDP2, f"under FSDP2 the plugin drops {field_name}: Accelerate logs "
                                                        f"\"{text}\"{_fsdp2_form(field_name)}",
@@ -144,10 +144,6 @@ _FSDP2_FORMS = {  # accelerate.commands.to_fsdp2's mapping
 
 def _fsdp2_form(field_name: str) -> str:
     return _FSDP2_FORMS.get(field_name, "")
-
-
-def _fix_for(rule, field_name: str, text: str) -> str | None:
-    return None
 
 
 class _Plugin:
@@ -333,7 +329,7 @@ class _Plugin:
         for name in names:
             if not isinstance(name, str) or not name.isidentifier():
                 self.fail("transformer_cls_names_to_wrap", LAYER_CLASS_FORMAT,
-                                           f"prepare() fails with \"ValueError: Could not find the transformer layer "
+                                           f"prepare() fails in every process with \"ValueError: Could not find the transformer layer "
                                            f"class {_py(name)} in the model.\": {_why_not_a_class(name)}")
 
     def _fsdp1_flags(self) -> None:
