@@ -11,16 +11,16 @@ fail later in `prepare()` (layer classes a `--model` lacks), and what costs memo
 from __future__ import annotations
 
 from ..findings import Finding
-from ..phases import SILENT
+from ..phases import INITIALIZE, SILENT
 from ..rules.fsdp import (
-    FLAT_PARAMS_PEFT,
     FSDP1_KEY_UNDER_FSDP2,
+    FSDP1_USE_ORIG_PARAMS_FALSE,
     FSDP2_KEY_UNDER_FSDP1,
-    FULL_STATE_DICT,
-    LAYER_CLASS_FORMAT,
-    LAYER_CLASS_MISSING,
-    USE_CPU_IGNORED,
-    WRAP_SETTING_UNUSED,
+    FSDP_FULL_STATE_DICT,
+    FSDP_LAYER_CLASS_FORMAT,
+    FSDP_LAYER_CLASS_MISSING,
+    FSDP_USE_CPU_IGNORED,
+    FSDP_WRAP_SETTING_UNUSED,
 )
 from ..values import brief, closest, py_str, to_json
 from . import fsdp_plugin
@@ -134,11 +134,11 @@ def _wrap_settings(replay: Replay, result, where) -> list[Finding]:
     for option, needs in (("fsdp_transformer_layer_cls_to_wrap", "TRANSFORMER_BASED_WRAP"),
                           ("fsdp_min_num_params", "SIZE_BASED_WRAP")):
         if _written(replay, option) and policy != needs and "auto_wrap_policy" not in refused:
-            findings.append(Finding(WRAP_SETTING_UNUSED, f"{option} only applies to {needs}; with auto_wrap_policy "
+            findings.append(Finding(FSDP_WRAP_SETTING_UNUSED, f"{option} only applies to {needs}; with auto_wrap_policy "
                                                          f"{shown} the plugin never reads it", replay.source[option],
                                     on_key=True))
     if policy == "SIZE_BASED_WRAP" and result.values.get("min_num_params") == 0:
-        findings.append(Finding(WRAP_SETTING_UNUSED, "SIZE_BASED_WRAP with min_num_params 0: prepare() silently drops "
+        findings.append(Finding(FSDP_WRAP_SETTING_UNUSED, "SIZE_BASED_WRAP with min_num_params 0: prepare() silently drops "
                                                      "the policy (\"If zero, we silently ignore it.\") and the whole "
                                                      "model becomes one FSDP unit; set fsdp_min_num_params, e.g. "
                                                      "100000000", where("min_num_params")))
@@ -153,15 +153,15 @@ def _memory_and_peft(result, where, model) -> list[Finding]:
             gigabytes = model.parameters * 2 / 1e9
             size = (f": {model.name} has {model.parameters / 1e9:.2f}B parameters, about {gigabytes:.0f} GB in bf16 on "
                     "rank 0's CPU for every checkpoint, twice that or more with fp32 optimizer states")
-        findings.append(Finding(FULL_STATE_DICT, "FULL_STATE_DICT: every save gathers the whole model onto rank 0 "
+        findings.append(Finding(FSDP_FULL_STATE_DICT, "FULL_STATE_DICT: every save gathers the whole model onto rank 0 "
                                                  f"(CPU, offload_to_cpu and rank0_only){size}; SHARDED_STATE_DICT "
                                                  "saves each rank's shard", where("state_dict_type")))
     if result.version == 1 and result.values.get("use_orig_params") is False:
-        findings.append(Finding(FLAT_PARAMS_PEFT, "fsdp_use_orig_params false under FSDP1: if a wrapped unit holds "
+        findings.append(Finding(FSDP1_USE_ORIG_PARAMS_FALSE, "fsdp_use_orig_params false under FSDP1: if a wrapped unit holds "
                                                   "both frozen and trainable parameters (LoRA/PEFT, a frozen "
                                                   "embedding), prepare() fails with \"ValueError: Must flatten "
                                                   "tensors with uniform requires_grad when use_orig_params=False\"; "
-                                                  "set it to true", where("use_orig_params"), fix="true"))
+                                                  "set it to true", where("use_orig_params"), fails_in=INITIALIZE, fix="true"))
     return findings
 
 
@@ -179,11 +179,11 @@ def _layer_classes(result, model, where) -> list[Finding]:
         guess = closest(name, choices, cutoff=0.5) or (choices[0] if choices else None)
         hint = f"; did you mean {guess}?" if guess else ""
         listed = ", ".join(choices[:6]) or "none known"
-        findings.append(Finding(LAYER_CLASS_MISSING, f"{name} is not a class of {model.name} (model_type "
+        findings.append(Finding(FSDP_LAYER_CLASS_MISSING, f"{name} is not a class of {model.name} (model_type "
                                                      f"{model.model_type}; its layer classes: {listed}): prepare() "
                                                      f"fails with \"ValueError: Could not find the transformer layer "
                                                      f"class {name} in the model.\"{hint}",
-                                where("transformer_cls_names_to_wrap"), fails_in=LAYER_CLASS_MISSING.fails_in[0],
+                                where("transformer_cls_names_to_wrap"), fails_in=INITIALIZE,
                                 fix=to_json(guess) if guess and len(names) == 1 else None))
     return findings
 
@@ -191,9 +191,9 @@ def _layer_classes(result, model, where) -> list[Finding]:
 def _with_list_fix(finding: Finding, replay: Replay) -> Finding:
     """A YAML list of layer classes gets the comma-joined text as its fix."""
     value = replay.args.get("fsdp_transformer_layer_cls_to_wrap")
-    if finding.rule is LAYER_CLASS_FORMAT and isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if finding.rule is FSDP_LAYER_CLASS_FORMAT and isinstance(value, list) and all(isinstance(v, str) for v in value):
         finding.fix = to_json(",".join(v.strip() for v in value))
-    elif finding.rule is LAYER_CLASS_FORMAT and isinstance(value, str):
+    elif finding.rule is FSDP_LAYER_CLASS_FORMAT and isinstance(value, str):
         finding.fix = to_json(",".join(part.strip() for part in value.split(",") if part.strip()))
     return finding
 
@@ -203,7 +203,7 @@ def _use_cpu(replay: Replay) -> list[Finding]:
     value = replay.fields.get("use_cpu")
     if value is None or py_str(value).lower() not in TRUE_WORDS:
         return []
-    return [Finding(USE_CPU_IGNORED, f"use_cpu {brief(value)} with distributed_type FSDP: `accelerate launch` starts "
+    return [Finding(FSDP_USE_CPU_IGNORED, f"use_cpu {brief(value)} with distributed_type FSDP: `accelerate launch` starts "
                                      "the multi-GPU launcher, which never exports ACCELERATE_USE_CPU, so the processes "
                                      "use the GPUs; use distributed_type MULTI_CPU to train on CPUs, or remove use_cpu",
                     "/use_cpu")]

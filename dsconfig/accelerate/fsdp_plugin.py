@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from ..findings import Finding
 from ..phases import INITIALIZE, SILENT
 from ..rules.fsdp import (
-    CHECKPOINTING_OFFLOAD,
     FSDP1_KEY_UNDER_FSDP2,
+    FSDP2_LOCAL_STATE_DICT,
+    FSDP_CHECKPOINTING_OFFLOAD,
     FSDP_CHOICE,
     FSDP_FLAG,
-    FSDP_NUMBER,
+    FSDP_LAYER_CLASS_FORMAT,
+    FSDP_MIN_NUM_PARAMS,
     FSDP_VERSION,
-    LAYER_CLASS_FORMAT,
-    STATE_DICT_FSDP2,
 )
 from ..values import brief, closest
 
@@ -125,7 +125,7 @@ def findings_of(result: PluginReplay, where: Callable[[str], str]) -> list[Findi
                                               "and prepare() wraps the model as FSDP1; write 1 or 2",
                                 where("fsdp_version"), fails_in=SILENT))
     for field_name, rule, text in result.raised:
-        message = text if rule is LAYER_CLASS_FORMAT else f"the FSDP plugin fails in every process: {text}"
+        message = text if rule is FSDP_LAYER_CLASS_FORMAT else f"the FSDP plugin fails in every process: {text}"
         findings.append(Finding(rule, message, where(field_name), fails_in=INITIALIZE))
     for field_name, text in result.dropped:
         findings.append(Finding(FSDP1_KEY_UNDER_FSDP2, f"under FSDP2 the plugin drops {field_name}: Accelerate logs "
@@ -285,7 +285,7 @@ class _Plugin:
                 return StateDictType(int(kind)) if kind.isdigit() else StateDictType[kind.upper()]
             kind = self.step(FSDP_CHOICE, "state_dict_type", member)
         if self.version == 2 and kind == StateDictType.LOCAL_STATE_DICT:
-            self.fail("state_dict_type", STATE_DICT_FSDP2, "ValueError: FSDP2 does not support "
+            self.fail("state_dict_type", FSDP2_LOCAL_STATE_DICT, "ValueError: FSDP2 does not support "
                                        "LOCAL_STATE_DICT. Please set `fsdp_state_dict_type` to `SHARDED_STATE_DICT` "
                                        "or `FULL_STATE_DICT`.")
         self.result.values["state_dict_type"] = kind.name if isinstance(kind, StateDictType) else None
@@ -312,10 +312,10 @@ class _Plugin:
                 self._layer_names(names)
             elif policy == "SIZE_BASED_WRAP":
                 if min_params is None:
-                    min_params = self.step(FSDP_NUMBER, "min_num_params",
+                    min_params = self.step(FSDP_MIN_NUM_PARAMS, "min_num_params",
                                            lambda: int(self.getenv("FSDP_MIN_NUM_PARAMS", 0)))
                 elif not isinstance(min_params, int):
-                    self.fail("min_num_params", FSDP_NUMBER, f"ValueError: `min_num_params` must be "
+                    self.fail("min_num_params", FSDP_MIN_NUM_PARAMS, f"ValueError: `min_num_params` must be "
                                                f"an integer. Got {_py(min_params)} of type {type(min_params)}")
                     min_params = None
             elif policy == "NO_WRAP":
@@ -328,7 +328,7 @@ class _Plugin:
             return  # the model's _no_split_modules are wrapped
         for name in names:
             if not isinstance(name, str) or not name.isidentifier():
-                self.fail("transformer_cls_names_to_wrap", LAYER_CLASS_FORMAT,
+                self.fail("transformer_cls_names_to_wrap", FSDP_LAYER_CLASS_FORMAT,
                                            f"prepare() fails in every process with \"ValueError: Could not find the transformer layer "
                                            f"class {_py(name)} in the model.\": {_why_not_a_class(name)}")
 
@@ -367,11 +367,11 @@ class _Plugin:
                 value = self.step(FSDP_FLAG, name, lambda v=variable: str_to_bool(self.getenv(v, "False")) == 1, False)
             values[name] = value
         if values["activation_checkpointing_offload"] and not values["activation_checkpointing"]:
-            self.fail("activation_checkpointing_offload", CHECKPOINTING_OFFLOAD, "ValueError: "
+            self.fail("activation_checkpointing_offload", FSDP_CHECKPOINTING_OFFLOAD, "ValueError: "
                                        "`activation_checkpointing_offload=True` requires "
                                        "`activation_checkpointing=True`.")
         elif values["activation_checkpointing_offload"] and self.version != 2:
-            self.fail("activation_checkpointing_offload", CHECKPOINTING_OFFLOAD, "ValueError: "
+            self.fail("activation_checkpointing_offload", FSDP_CHECKPOINTING_OFFLOAD, "ValueError: "
                                        "`activation_checkpointing_offload=True` requires `fsdp_version=2`.")
 
     def _loading(self) -> None:
