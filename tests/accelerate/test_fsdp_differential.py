@@ -69,14 +69,17 @@ _MODEL = []
 
 def accelerate_verdict(path: str, monkeypatch) -> Verdict:
     from accelerate.commands.config.config_args import load_config_from_file
-    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.commands.launch import (
+        _validate_launch_command,
+        launch_command_parser,
+    )
     from accelerate.utils import launch as env_builders
 
     verdict = Verdict()
     with quiet_and_restored():
         try:
             load_config_from_file(path)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - whatever Accelerate raises is its verdict
             verdict.load = _text(error)
             return verdict
         try:
@@ -87,7 +90,7 @@ def accelerate_verdict(path: str, monkeypatch) -> Verdict:
             filtered = env_builders._filter_args(args, distrib_run.get_args_parser(),
                                                  ["--training_script", "train.py", "--training_script_args", []])
             distrib_run.config_from_args(filtered)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - whatever Accelerate raises is its verdict
             verdict.launch = _text(error)
             return verdict
     verdict.env = {k: v for k, v in env.items() if k.startswith("FSDP_")}
@@ -96,8 +99,8 @@ def accelerate_verdict(path: str, monkeypatch) -> Verdict:
 
 
 def _plugin_and_prepare(verdict: Verdict, monkeypatch) -> None:
-    import accelerate.utils.dataclasses as dataclasses
     import torch
+    from accelerate.utils import dataclasses
 
     # The accelerator lookup of sync_module_states, answered as on a GPU machine (this one has none).
     monkeypatch.setattr(dataclasses, "is_cuda_available", lambda: True)
@@ -115,7 +118,7 @@ def _plugin_and_prepare(verdict: Verdict, monkeypatch) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             plugin = dataclasses.FullyShardedDataParallelPlugin()
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever Accelerate raises is its verdict
         verdict.plugin = _text(error)
         return
     finally:
@@ -130,7 +133,7 @@ def _plugin_and_prepare(verdict: Verdict, monkeypatch) -> None:
     size_based = plugin.auto_wrap_policy is size_based_auto_wrap_policy
     try:
         plugin.set_auto_wrap_policy(_MODEL[0])
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever Accelerate raises is its verdict
         verdict.prepare = _text(error)
         return
     verdict.size_policy_dropped = size_based and plugin.auto_wrap_policy is None
