@@ -172,20 +172,21 @@ def _layer_classes(result, model, where) -> list[Finding]:
     names = result.values.get("transformer_cls_names_to_wrap")
     if names is None:
         return []
-    findings, choices = [], model.layer_classes()
-    for name in names:
-        if not isinstance(name, str) or not name.isidentifier() or name in model.classes:
-            continue  # not a class name at all: ACC029 reports it
-        guess = closest(name, choices, cutoff=0.5) or (choices[0] if choices else None)
-        hint = f"; did you mean {guess}?" if guess else ""
-        listed = ", ".join(choices[:6]) or "none known"
-        findings.append(Finding(FSDP_LAYER_CLASS_MISSING, f"{name} is not a class of {model.name} (model_type "
-                                                     f"{model.model_type}; its layer classes: {listed}): prepare() "
-                                                     f"fails with \"ValueError: Could not find the transformer layer "
-                                                     f"class {name} in the model.\"{hint}",
-                                where("transformer_cls_names_to_wrap"), fails_in=INITIALIZE,
-                                fix=to_json(guess) if guess and len(names) == 1 else None))
-    return findings
+    missing = [name for name in names if isinstance(name, str) and name.isidentifier() and name not in model.classes]
+    if not missing:  # names that are no class name at all are ACC029's
+        return []
+    choices = model.layer_classes()
+    name = missing[0]
+    guess = closest(name, choices, cutoff=0.5) or (choices[0] if choices else None)
+    hint = f"; did you mean {guess}?" if guess else ""
+    more = f" ({len(missing) - 1} more of the names are not in it either)" if len(missing) > 1 else ""
+    listed = ", ".join(choices[:6]) or "none known"
+    return [Finding(FSDP_LAYER_CLASS_MISSING, f"{name} is not a class of {model.name} (model_type {model.model_type}; "
+                                              f"its layer classes: {listed}){more}: prepare() fails in every process "
+                                              f"with \"ValueError: Could not find the transformer layer class {name} "
+                                              f"in the model.\"{hint}",
+                    where("transformer_cls_names_to_wrap"), fails_in=INITIALIZE,
+                    fix=to_json(guess) if guess and len(names) == 1 else None)]
 
 
 def _with_list_fix(finding: Finding, replay: Replay) -> Finding:

@@ -323,14 +323,15 @@ class _Plugin:
         values.update(auto_wrap_policy=policy, transformer_cls_names_to_wrap=names, min_num_params=min_params)
 
     def _layer_names(self, names) -> None:
-        """set_auto_wrap_policy (in prepare()): each name must be a class of the model."""
+        """set_auto_wrap_policy (in prepare()): each name must be a class of the model; it stops at the first."""
         if names is None:
             return  # the model's _no_split_modules are wrapped
-        for name in names:
-            if not isinstance(name, str) or not name.isidentifier():
-                self.fail("transformer_cls_names_to_wrap", FSDP_LAYER_CLASS_FORMAT,
-                                           f"prepare() fails in every process with \"ValueError: Could not find the transformer layer "
-                                           f"class {_py(name)} in the model.\": {_why_not_a_class(name)}")
+        bad = [name for name in names if not isinstance(name, str) or not name.isidentifier()]
+        if bad:
+            more = f" ({len(bad) - 1} more names are not class names either)" if len(bad) > 1 else ""
+            self.fail("transformer_cls_names_to_wrap", FSDP_LAYER_CLASS_FORMAT,
+                      f"prepare() fails in every process with \"ValueError: Could not find the transformer layer "
+                      f"class {_py(bad[0])} in the model.\": {_why_not_a_class(bad[0])}{more}")
 
     def _fsdp1_flags(self) -> None:
         """use_orig_params, sync_module_states, forward_prefetch: read for FSDP1, dropped or refused in FSDP2."""
