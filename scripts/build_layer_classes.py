@@ -5,10 +5,11 @@ transformers. For every model type of the installed transformers (CONFIG_MAPPING
 its modeling_*.py files with `ast` (nothing is imported from them) and keeps:
   * per model folder, `classes`: the torch module classes the file defines or imports from another modeling file
     (not configs, outputs, enums or dataclasses), which is what `get_module_class_from_name`
-    can find in a model of that type, and the `torch.nn` classes the file instantiates;
+    can find in a model of that type, and the `torch.nn` classes the file names;
   * `no_split`: the `_no_split_modules` of its pretrained-model classes, which Accelerate wraps when
     the key is absent.
-`model_types` maps each model type to its folder. Class names are stored space-separated, with the
+`model_types` maps each model type to its folder. `common` holds the module classes of transformers' activations.py and pytorch_utils.py
+(ACT2FN's activations, Conv1D), which any model may build. Class names are stored space-separated, with the
 model's prefix replaced by `*` (LlamaDecoderLayer -> *DecoderLayer for prefix Llama), to keep the
 file small.
 
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "schemas" / "fsdp-layer-classes.json"
 _NOT_MODULES = ("ModelOutput", "Config", "Enum", "Exception", "TypedDict", "NamedTuple", "Protocol", "Kwargs",
                 "Tokenizer", "Processor")
+_SHARED_FILES = ("activations.py", "pytorch_utils.py")
 _NOT_CLASSES = ("Parameter", "Buffer")  # torch.nn names that build tensors, not modules
 
 
@@ -66,10 +68,12 @@ def read_modeling_file(path: Path) -> tuple[set, set]:
             classes.update(alias.asname or alias.name for alias in node.names
                            if alias.name[:1].isupper() and not alias.name.isupper()
                            and "Output" not in alias.name and not alias.name.endswith(("Kwargs", "Config")))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "nn" \
-                and node.func.attr[:1].isupper() and node.func.attr not in _NOT_CLASSES:
-            classes.add(node.func.attr)
+        elif isinstance(node, ast.ImportFrom) and node.module in ("torch.nn", "torch.nn.modules"):
+            classes.update(alias.asname or alias.name for alias in node.names
+                           if alias.name[:1].isupper() and alias.name not in _NOT_CLASSES)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "nn" \
+                and node.attr[:1].isupper() and node.attr not in _NOT_CLASSES:
+            classes.add(node.attr)  # nn.LayerNorm(...), or nn.ReLU in ACT2FN's table
     return classes, no_split
 
 
@@ -106,7 +110,11 @@ def build() -> dict:
         types[model_type] = folder.name
         folders.setdefault(folder.name, {"prefix": prefix, "classes": " ".join(_compress(classes, prefix)),
                                          "no_split": " ".join(_compress(no_split, prefix))})
-    return {"x-transformers-version": transformers.__version__, "model_types": types, "folders": folders}
+    common = set()
+    for name in _SHARED_FILES:  # ACT2FN's activations and Conv1D, built by many models' files
+        common |= read_modeling_file(models_dir.parent / name)[0]
+    return {"x-transformers-version": transformers.__version__, "common": " ".join(sorted(common)),
+            "model_types": types, "folders": folders}
 
 
 def main() -> int:

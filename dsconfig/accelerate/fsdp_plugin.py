@@ -32,7 +32,7 @@ from ..rules.fsdp import (
     FSDP_MIN_NUM_PARAMS,
     FSDP_VERSION,
 )
-from ..values import brief, closest
+from ..values import closest, py_str
 
 # accelerate.utils.constants
 SHARDING_STRATEGY_NAMES = ["FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"]
@@ -210,9 +210,10 @@ class _Plugin:
         if version == 1:
             if strategy is None:
                 strategy = self.getenv("FSDP_SHARDING_STRATEGY", "FULL_SHARD")
-            strategy = self.step(FSDP_CHOICE, "sharding_strategy", lambda: _to_enum(strategy, ShardingStrategy,
-                                                                                     SHARDING_STRATEGY_NAMES),
-                                 ShardingStrategy.FULL_SHARD)
+            if isinstance(strategy, str):  # anything else is passed on to torch as given
+                strategy = self.step(FSDP_CHOICE, "sharding_strategy",
+                                     lambda: _to_enum(strategy, ShardingStrategy, SHARDING_STRATEGY_NAMES),
+                                     ShardingStrategy.FULL_SHARD)
         values["sharding_strategy"] = strategy
         reshard = self.get("reshard_after_forward")
         if reshard is None and strategy is None:
@@ -437,7 +438,7 @@ def _why_not_a_class(name) -> str:
 
 def _py(value) -> str:
     """str(value) as an f-string writes it, cut for a message."""
-    text = str(value) if not isinstance(value, (dict, list)) else brief(value)
+    text = py_str(value, 200)
     return text if len(text) <= 200 else text[:200] + "..."
 
 

@@ -58,7 +58,8 @@ def for_type(model_type: str) -> tuple[frozenset, tuple] | None:
     if folder is None:
         return None
     entry = table["folders"][folder]
-    return frozenset(_expand(entry["classes"], entry["prefix"])), tuple(_expand(entry["no_split"], entry["prefix"]))
+    classes = _expand(entry["classes"], entry["prefix"]) + table["common"].split()
+    return frozenset(classes), tuple(_expand(entry["no_split"], entry["prefix"]))
 
 
 def _type_of_architecture(architecture: str) -> str | None:
