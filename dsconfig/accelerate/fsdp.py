@@ -117,13 +117,21 @@ def _unread(replay: Replay, result) -> list[Finding]:
                                                            f"{_FSDP1_ONLY[option]}", pointer, fails_in=SILENT,
                                     on_key=True))
         elif result.version == 1 and option == "fsdp_reshard_after_forward":
-            findings.append(Finding(FSDP2_KEY_UNDER_FSDP1, "fsdp_reshard_after_forward is FSDP2's setting: under "
-                                                           "fsdp_version 1 (the default when fsdp_version is absent) "
-                                                           "the plugin takes fsdp_sharding_strategy (FULL_SHARD when "
-                                                           "absent) and silently ignores it; set fsdp_version: 2, or "
-                                                           "write fsdp_sharding_strategy", pointer, fails_in=SILENT,
+            findings.append(Finding(FSDP2_KEY_UNDER_FSDP1, _reshard_under_fsdp1(replay), pointer, fails_in=SILENT,
                                     on_key=True))
     return findings
+
+
+def _reshard_under_fsdp1(replay: Replay) -> str:
+    value = replay.args.get("fsdp_reshard_after_forward")
+    strategy = py_str(replay.args.get("fsdp_sharding_strategy"))
+    unread = (f"under fsdp_version 1 (the default when fsdp_version is absent) the plugin takes its strategy from "
+              f"fsdp_sharding_strategy ({strategy}{' when absent' if not _written(replay, 'fsdp_sharding_strategy') else ''})"
+              " and never reads fsdp_reshard_after_forward")
+    if isinstance(value, str) and value.upper() in fsdp_plugin.SHARDING_STRATEGY_NAMES:
+        return (f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}, "
+                f"so the model trains with {strategy}; write fsdp_sharding_strategy: {value} instead")
+    return f"fsdp_reshard_after_forward is FSDP2's setting: {unread}; set fsdp_version: 2, or write fsdp_sharding_strategy"
 
 
 def _wrap_settings(replay: Replay, result, where) -> list[Finding]:

@@ -127,10 +127,12 @@ FSDP1_KEY_UNDER_FSDP2 = Rule(
 FSDP2_KEY_UNDER_FSDP1 = Rule(
     "ACC026", "fsdp2-key-under-fsdp1", WARNING,
     summary="An FSDP2 setting under fsdp_version 1 (the default); the plugin ignores it",
-    what="""Reports `fsdp_reshard_after_forward` as a boolean, or next to `fsdp_sharding_strategy`, under FSDP1
-    (`fsdp_version` missing means 1).""",
-    why="""FSDP1 takes its strategy from `fsdp_sharding_strategy` (FULL_SHARD when absent): `fsdp_reshard_after_forward:
-    false` written for FSDP2 is silently ignored and the model trains fully sharded.""",
+    what="""Reports `fsdp_reshard_after_forward` under FSDP1 (`fsdp_version` missing means 1), whether a boolean
+    written for FSDP2 or a strategy name.""",
+    why="""The 1.15 plugin takes FSDP1's strategy from `fsdp_sharding_strategy` alone (the launcher always exports it,
+    FULL_SHARD when absent) and never reads `fsdp_reshard_after_forward`: `false` written for FSDP2, and even the
+    `fsdp_reshard_after_forward: SHARD_GRAD_OP` that `accelerate config` itself writes for FSDP1, are silently
+    ignored and the model trains fully sharded.""",
     fails_in=(SILENT,),
     failing=acc(FSDP + """
         fsdp_config:
@@ -141,7 +143,7 @@ FSDP2_KEY_UNDER_FSDP1 = Rule(
           fsdp_version: 2
           fsdp_reshard_after_forward: false
         """),
-    fix="Set `fsdp_version: 2`, or write the FSDP1 `fsdp_sharding_strategy` instead.",
+    fix="Set `fsdp_version: 2` (with a boolean), or write the strategy as `fsdp_sharding_strategy` for FSDP1.",
 )
 
 FSDP_CHECKPOINTING_OFFLOAD = Rule(

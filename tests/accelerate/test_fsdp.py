@@ -288,3 +288,19 @@ def test_unknown_model_is_a_one_line_usage_error(tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [("dsconfig: error: --model: 'qwen2.5-7' is neither a catalog model (dsconfig "
                                          "estimate --list-models) nor a config.json; did you mean qwen2.5-7b?")]
+
+
+def test_the_fsdp1_strategy_accelerate_config_writes_is_ignored(tmp_path, monkeypatch):
+    """`accelerate config` writes FSDP1's strategy as fsdp_reshard_after_forward; the 1.15 plugin never reads it."""
+    text = HEAD + "  fsdp_version: 1\n  fsdp_reshard_after_forward: SHARD_GRAD_OP\n"
+    env = real_env(tmp_path, text)
+    import torch
+    from accelerate.utils import dataclasses
+    monkeypatch.setattr(dataclasses, "is_cuda_available", lambda: True)  # sync_module_states asks for the GPU
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    plugin = dataclasses.FullyShardedDataParallelPlugin()
+    assert plugin.sharding_strategy.name == "FULL_SHARD" and plugin.reshard_after_forward is None
+    (finding,) = [f for f in fsdp_lint(text[len(HEAD):]) if f.code == "ACC026"]
+    assert "the model trains with FULL_SHARD; write fsdp_sharding_strategy: SHARD_GRAD_OP" in finding.message
