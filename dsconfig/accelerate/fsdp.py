@@ -128,6 +128,10 @@ def _reshard_under_fsdp1(replay: Replay) -> str:
     unread = (f"under fsdp_version 1 (the default when fsdp_version is absent) the plugin takes its strategy from "
               f"fsdp_sharding_strategy ({strategy}{' when absent' if not _written(replay, 'fsdp_sharding_strategy') else ''})"
               " and never reads fsdp_reshard_after_forward")
+    if isinstance(value, str) and value.upper() == strategy.upper():
+        return (f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}; "
+                f"it matches the strategy used today, but changing it does nothing: write fsdp_sharding_strategy: "
+                f"{value} instead")
     if isinstance(value, str) and value.upper() in fsdp_plugin.SHARDING_STRATEGY_NAMES:
         return (f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}, "
                 f"so the model trains with {strategy}; write fsdp_sharding_strategy: {value} instead")
