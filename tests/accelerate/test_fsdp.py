@@ -304,3 +304,14 @@ def test_the_fsdp1_strategy_accelerate_config_writes_is_ignored(tmp_path, monkey
     assert plugin.sharding_strategy.name == "FULL_SHARD" and plugin.reshard_after_forward is None
     (finding,) = [f for f in fsdp_lint(text[len(HEAD):]) if f.code == "ACC026"]
     assert "the model trains with FULL_SHARD; write fsdp_sharding_strategy: SHARD_GRAD_OP" in finding.message
+
+
+def test_fsdp_lint_with_a_model_imports_no_oracle(tmp_path):
+    """The plugin replay and --model read JSON tables: no torch, accelerate or transformers at lint time."""
+    from tests.conftest import modules_after
+    (tmp_path / "accelerate_config.yaml").write_text(HEAD + "  fsdp_version: 2\n  fsdp_auto_wrap_policy: "
+                                                     "TRANSFORMER_BASED_WRAP\n  fsdp_transformer_layer_cls_to_wrap: X\n")
+    modules = modules_after(["lint", "accelerate_config.yaml", "--model", "llama-3-8b"], tmp_path)
+    assert "dsconfig.accelerate.fsdp_plugin" in modules  # the FSDP checks did run
+    loaded = {name.split(".")[0] for name in modules}
+    assert not loaded & {"torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonschema", "numpy"}
