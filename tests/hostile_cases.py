@@ -674,7 +674,7 @@ CASES = [
     Case("fsdp-30000-layer-classes-with-model",
          _file("accelerate_config.yaml", _FSDP_HEAD + b"  fsdp_transformer_layer_cls_to_wrap: "
                + b",".join(b"L%d" % i for i in range(30000)) + b"\n", "--model", "llama-3-8b"), 1,
-         "(29999 more of the names are not in it either)", "accelerate_config.yaml:6:"),
+         "29999 more of the names are not in it either)", "accelerate_config.yaml:6:"),
     Case("fsdp-version-inf", _file("accelerate_config.yaml", b"distributed_type: FSDP\nnum_processes: 2\n"
                                    b"fsdp_config:\n  fsdp_version: .inf\n"), 1,
          "ACC021 the FSDP plugin fails in every process: ValueError: invalid literal for int() with base 10: 'inf'",

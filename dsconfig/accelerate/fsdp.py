@@ -163,7 +163,7 @@ def _memory_and_peft(result, where, model) -> list[Finding]:
         size = ""
         if model is not None and model.parameters:
             gigabytes = model.parameters * 2 / 1e9
-            size = (f": {model.name} has {model.parameters / 1e9:.2f}B parameters, about {gigabytes:.0f} GB in bf16 on "
+            size = (f": {model.name} has {model.parameters / 1e9:.2f}B parameters, about {gigabytes:.{0 if gigabytes >= 10 else 1}f} GB in bf16 on "
                     "rank 0's CPU for every checkpoint, twice that or more with fp32 optimizer states")
         findings.append(Finding(FSDP_FULL_STATE_DICT, "FULL_STATE_DICT: every save gathers the whole model onto rank 0 "
                                                  f"(CPU, offload_to_cpu and rank0_only){size}; SHARDED_STATE_DICT "
@@ -191,10 +191,10 @@ def _layer_classes(result, model, where) -> list[Finding]:
     name = missing[0]
     guess = closest(name, choices, cutoff=0.5) or (choices[0] if choices else None)
     hint = f"; did you mean {guess}?" if guess else ""
-    more = f" ({len(missing) - 1} more of the names are not in it either)" if len(missing) > 1 else ""
+    more = f"; {len(missing) - 1} more of the names are not in it either" if len(missing) > 1 else ""
     listed = ", ".join(choices[:6]) or "none known"
     return [Finding(FSDP_LAYER_CLASS_MISSING, f"{name} is not a class of {model.name} (model_type {model.model_type}; "
-                                              f"its layer classes: {listed}){more}: prepare() fails in every process "
+                                              f"its layer classes: {listed}{more}): prepare() fails in every process "
                                               f"with \"ValueError: Could not find the transformer layer class {name} "
                                               f"in the model.\"{hint}",
                     where("transformer_cls_names_to_wrap"), fails_in=INITIALIZE,
