@@ -8,10 +8,10 @@ its modeling_*.py files with `ast` (nothing is imported from them) and keeps:
     can find in a model of that type, and the `torch.nn` classes the file names;
   * `no_split`: the `_no_split_modules` of its pretrained-model classes, which Accelerate wraps when
     the key is absent.
-`model_types` maps each model type to its folder. `common` holds the module classes of transformers' activations.py and pytorch_utils.py
-(ACT2FN's activations, Conv1D), which any model may build. Class names are stored space-separated, with the
-model's prefix replaced by `*` (LlamaDecoderLayer -> *DecoderLayer for prefix Llama), to keep the
-file small.
+`model_types` maps each model type to its folder. `common` holds the module classes of transformers'
+activations.py and pytorch_utils.py (ACT2FN's activations, Conv1D), which any model may build. Class
+names are stored space-separated, with the model's prefix replaced by `*` (LlamaDecoderLayer ->
+*DecoderLayer for prefix Llama), to keep the file small.
 
 Run: python scripts/build_layer_classes.py  (rewrites the file; commit it with the transformers version)
 """

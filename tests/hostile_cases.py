@@ -682,7 +682,8 @@ CASES = [
     # --model: a name or file that gives no architecture is a one-line usage error
     Case("fsdp-model-unknown-name", _file("accelerate_config.yaml", _FSDP_HEAD, "--model", "llama-9"), 2,
          "--model: 'llama-9' is neither a catalog model"),
-    Case("fsdp-model-config-cut-short", _model_file(b'{"model_type": '), 2, "--model: config.json:1:16: not valid JSON"),
+    Case("fsdp-model-config-cut-short", _model_file(b'{"model_type": '), 2,
+         "--model: config.json:1:16: not valid JSON"),
     Case("fsdp-model-config-a-list", _model_file(b"[1, 2]"), 2, "--model: config.json: not a JSON object"),
     Case("fsdp-model-config-unknown-architecture", _model_file(b'{"architectures": ["NoSuchForCausalLM"]}'), 2,
          "no `model_type` and no known class in `architectures`"),

@@ -125,17 +125,17 @@ def _unread(replay: Replay, result) -> list[Finding]:
 def _reshard_under_fsdp1(replay: Replay) -> str:
     value = replay.args.get("fsdp_reshard_after_forward")
     strategy = py_str(replay.args.get("fsdp_sharding_strategy"))
-    unread = (f"under fsdp_version 1 (the default when fsdp_version is absent) the plugin takes its strategy from "
-              f"fsdp_sharding_strategy ({strategy}{' when absent' if not _written(replay, 'fsdp_sharding_strategy') else ''})"
-              " and never reads fsdp_reshard_after_forward")
+    default = "" if _written(replay, "fsdp_sharding_strategy") else " when absent"
+    unread = ("under fsdp_version 1 (the default when fsdp_version is absent) the plugin takes its strategy from "
+              f"fsdp_sharding_strategy ({strategy}{default}) and never reads fsdp_reshard_after_forward")
+    written = f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}"
     if isinstance(value, str) and value.upper() == strategy.upper():
-        return (f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}; "
-                f"it matches the strategy used today, but changing it does nothing: write fsdp_sharding_strategy: "
-                f"{value} instead")
+        return (f"{written}; it matches the strategy used today, but changing it does nothing: write "
+                f"fsdp_sharding_strategy: {value} instead")
     if isinstance(value, str) and value.upper() in fsdp_plugin.SHARDING_STRATEGY_NAMES:
-        return (f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}, "
-                f"so the model trains with {strategy}; write fsdp_sharding_strategy: {value} instead")
-    return f"fsdp_reshard_after_forward is FSDP2's setting: {unread}; set fsdp_version: 2, or write fsdp_sharding_strategy"
+        return f"{written}, so the model trains with {strategy}; write fsdp_sharding_strategy: {value} instead"
+    return (f"fsdp_reshard_after_forward is FSDP2's setting: {unread}; set fsdp_version: 2, or write "
+            "fsdp_sharding_strategy")
 
 
 def _wrap_settings(replay: Replay, result, where) -> list[Finding]:
@@ -146,14 +146,12 @@ def _wrap_settings(replay: Replay, result, where) -> list[Finding]:
     for option, needs in (("fsdp_transformer_layer_cls_to_wrap", "TRANSFORMER_BASED_WRAP"),
                           ("fsdp_min_num_params", "SIZE_BASED_WRAP")):
         if _written(replay, option) and policy != needs and "auto_wrap_policy" not in refused:
-            findings.append(Finding(FSDP_WRAP_SETTING_UNUSED, f"{option} only applies to {needs}; with auto_wrap_policy "
-                                                         f"{shown} the plugin never reads it", replay.source[option],
-                                    on_key=True))
+            message = f"{option} only applies to {needs}; with auto_wrap_policy {shown} the plugin never reads it"
+            findings.append(Finding(FSDP_WRAP_SETTING_UNUSED, message, replay.source[option], on_key=True))
     if policy == "SIZE_BASED_WRAP" and result.values.get("min_num_params") == 0:
-        findings.append(Finding(FSDP_WRAP_SETTING_UNUSED, "SIZE_BASED_WRAP with min_num_params 0: prepare() silently drops "
-                                                     "the policy (\"If zero, we silently ignore it.\") and the whole "
-                                                     "model becomes one FSDP unit; set fsdp_min_num_params, e.g. "
-                                                     "100000000", where("min_num_params")))
+        message = ("SIZE_BASED_WRAP with min_num_params 0: prepare() silently drops the policy (\"If zero, we silently "
+                   "ignore it.\") and the whole model becomes one FSDP unit; set fsdp_min_num_params, e.g. 100000000")
+        findings.append(Finding(FSDP_WRAP_SETTING_UNUSED, message, where("min_num_params")))
     return findings
 
 
@@ -163,17 +161,18 @@ def _memory_and_peft(result, where, model) -> list[Finding]:
         size = ""
         if model is not None and model.parameters:
             gigabytes = model.parameters * 2 / 1e9
-            size = (f": {model.name} has {model.parameters / 1e9:.2f}B parameters, about {gigabytes:.{0 if gigabytes >= 10 else 1}f} GB in bf16 on "
+            shown = f"{gigabytes:.0f}" if gigabytes >= 10 else f"{gigabytes:.1f}"
+            size = (f": {model.name} has {model.parameters / 1e9:.2f}B parameters, about {shown} GB in bf16 on "
                     "rank 0's CPU for every checkpoint, twice that or more with fp32 optimizer states")
-        findings.append(Finding(FSDP_FULL_STATE_DICT, "FULL_STATE_DICT: every save gathers the whole model onto rank 0 "
-                                                 f"(CPU, offload_to_cpu and rank0_only){size}; SHARDED_STATE_DICT "
-                                                 "saves each rank's shard", where("state_dict_type")))
+        message = (f"FULL_STATE_DICT: every save gathers the whole model onto rank 0 (CPU, offload_to_cpu and "
+                   f"rank0_only){size}; SHARDED_STATE_DICT saves each rank's shard")
+        findings.append(Finding(FSDP_FULL_STATE_DICT, message, where("state_dict_type")))
     if result.version == 1 and result.values.get("use_orig_params") is False:
-        findings.append(Finding(FSDP1_USE_ORIG_PARAMS_FALSE, "fsdp_use_orig_params false under FSDP1: if a wrapped unit holds "
-                                                  "both frozen and trainable parameters (LoRA/PEFT, a frozen "
-                                                  "embedding), prepare() fails with \"ValueError: Must flatten "
-                                                  "tensors with uniform requires_grad when use_orig_params=False\"; "
-                                                  "set it to true", where("use_orig_params"), fails_in=INITIALIZE, fix="true"))
+        message = ("fsdp_use_orig_params false under FSDP1: if a wrapped unit holds both frozen and trainable "
+                   "parameters (LoRA/PEFT, a frozen embedding), prepare() fails with \"ValueError: Must flatten "
+                   "tensors with uniform requires_grad when use_orig_params=False\"; set it to true")
+        findings.append(Finding(FSDP1_USE_ORIG_PARAMS_FALSE, message, where("use_orig_params"), fails_in=INITIALIZE,
+                                fix="true"))
     return findings
 
 
@@ -193,11 +192,10 @@ def _layer_classes(result, model, where) -> list[Finding]:
     hint = f"; did you mean {guess}?" if guess else ""
     more = f"; {len(missing) - 1} more of the names are not in it either" if len(missing) > 1 else ""
     listed = ", ".join(choices[:6]) or "none known"
-    return [Finding(FSDP_LAYER_CLASS_MISSING, f"{name} is not a class of {model.name} (model_type {model.model_type}; "
-                                              f"its layer classes: {listed}{more}): prepare() fails in every process "
-                                              f"with \"ValueError: Could not find the transformer layer class {name} "
-                                              f"in the model.\"{hint}",
-                    where("transformer_cls_names_to_wrap"), fails_in=INITIALIZE,
+    message = (f"{name} is not a class of {model.name} (model_type {model.model_type}; its layer classes: "
+               f"{listed}{more}): prepare() fails in every process with \"ValueError: Could not find the transformer "
+               f"layer class {name} in the model.\"{hint}")
+    return [Finding(FSDP_LAYER_CLASS_MISSING, message, where("transformer_cls_names_to_wrap"), fails_in=INITIALIZE,
                     fix=to_json(guess) if guess and len(names) == 1 else None)]
 
 
@@ -216,8 +214,8 @@ def _use_cpu(replay: Replay) -> list[Finding]:
     value = replay.fields.get("use_cpu")
     if value is None or py_str(value).lower() not in TRUE_WORDS:
         return []
-    return [Finding(FSDP_USE_CPU_IGNORED, f"use_cpu {brief(value)} with distributed_type FSDP: `accelerate launch` starts "
-                                     "the multi-GPU launcher, which never exports ACCELERATE_USE_CPU, so the processes "
-                                     "use the GPUs; use distributed_type MULTI_CPU to train on CPUs, or remove use_cpu",
-                    "/use_cpu")]
+    message = (f"use_cpu {brief(value)} with distributed_type FSDP: `accelerate launch` starts the multi-GPU "
+               "launcher, which never exports ACCELERATE_USE_CPU, so the processes use the GPUs; use distributed_type "
+               "MULTI_CPU to train on CPUs, or remove use_cpu")
+    return [Finding(FSDP_USE_CPU_IGNORED, message, "/use_cpu")]
 

@@ -346,8 +346,8 @@ class _Plugin:
                 self.drop(name, {
                     "use_orig_params": "use_orig_params is obsolete in FSDP2, as FSDP2 always uses the original "
                                        "parameters.",
-                    "sync_module_states": "sync_module_states is obsolete in FSDP2, as it is not needed anymore.Setting "
-                                          "sync_module_states to None."}[name])
+                    "sync_module_states": "sync_module_states is obsolete in FSDP2, as it is not needed "
+                                          "anymore.Setting sync_module_states to None."}[name])
                 value = None
             values[name] = value
         prefetch = self.get("forward_prefetch")

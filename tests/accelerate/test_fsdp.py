@@ -309,8 +309,8 @@ def test_the_fsdp1_strategy_accelerate_config_writes_is_ignored(tmp_path, monkey
 def test_fsdp_lint_with_a_model_imports_no_oracle(tmp_path):
     """The plugin replay and --model read JSON tables: no torch, accelerate or transformers at lint time."""
     from tests.conftest import modules_after
-    (tmp_path / "accelerate_config.yaml").write_text(HEAD + "  fsdp_version: 2\n  fsdp_auto_wrap_policy: "
-                                                     "TRANSFORMER_BASED_WRAP\n  fsdp_transformer_layer_cls_to_wrap: X\n")
+    body = "  fsdp_version: 2\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  transformer_layer_cls_to_wrap: X\n"
+    (tmp_path / "accelerate_config.yaml").write_text(HEAD + body)
     modules = modules_after(["lint", "accelerate_config.yaml", "--model", "llama-3-8b"], tmp_path)
     assert "dsconfig.accelerate.fsdp_plugin" in modules  # the FSDP checks did run
     loaded = {name.split(".")[0] for name in modules}

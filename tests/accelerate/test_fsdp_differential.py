@@ -310,7 +310,7 @@ def test_oracle_sees_the_known_failures(tmp_path, monkeypatch):
         "  fsdp_version: 2.0\n": ("plugin", "invalid literal for int()"),
         "  fsdp_version: 1\n  fsdp_sharding_strategy: 0\n": ("plugin", "0 is not a valid ShardingStrategy"),
         "  fsdp_version: 2\n  fsdp_reshard_after_forward: FULL_SHARD\n": ("plugin", "invalid truth value full_shard"),
-        "  fsdp_version: 2\n  fsdp_state_dict_type: LOCAL_STATE_DICT\n": ("plugin", "does not support LOCAL_STATE_DICT"),
+        "  fsdp_version: 2\n  fsdp_state_dict_type: LOCAL_STATE_DICT\n": ("plugin", "not support LOCAL_STATE_DICT"),
         "  fsdp_version: 2\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
         "  fsdp_transformer_layer_cls_to_wrap: [LlamaDecoderLayer]\n": ("prepare", "Could not find the transformer"),
         "  fsdp_cpu_ram_efficient_loading: true\n  fsdp_sync_module_states: false\n": ("launch", "set `--fsdp_sync"),
