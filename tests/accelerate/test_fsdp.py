@@ -315,3 +315,51 @@ def test_fsdp_lint_with_a_model_imports_no_oracle(tmp_path):
     assert "dsconfig.accelerate.fsdp_plugin" in modules  # the FSDP checks did run
     loaded = {name.split(".")[0] for name in modules}
     assert not loaded & {"torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonschema", "numpy"}
+
+
+def test_every_shared_fsdp_settings_file_lints_clean_and_builds_the_plugin(tmp_path, monkeypatch):
+    """The YAMLs generate/convert write (dsconfig.fsdp.settings.accelerate_yaml): no FSDP error or warning from
+    dsconfig, and the real launcher and plugin accept them."""
+    import itertools
+
+    import torch
+    from accelerate.utils import dataclasses
+
+    from dsconfig.fsdp.settings import (
+        SHARDING_STRATEGIES,
+        STATE_DICT_TYPES,
+        FsdpSettings,
+        accelerate_yaml,
+    )
+    monkeypatch.setattr(dataclasses, "is_cuda_available", lambda: True)  # sync_module_states asks for the GPU
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    wraps = (("TRANSFORMER_BASED_WRAP", "LlamaDecoderLayer", None), ("SIZE_BASED_WRAP", None, 1_000_000),
+             ("NO_WRAP", None, None))
+    checked = 0
+    for version, strategy, (policy, layers, size), state, offload, loading in itertools.product(
+            (1, 2), SHARDING_STRATEGIES, wraps, STATE_DICT_TYPES, (False, True), (False, True)):
+        if version == 2 and strategy == "NO_SHARD":
+            continue  # FSDP2 has no NO_SHARD (plain data parallelism)
+        settings = FsdpSettings(version=version, sharding_strategy=strategy, auto_wrap_policy=policy,
+                                transformer_layer_cls_to_wrap=layers, min_num_params=size, state_dict_type=state,
+                                offload_params=offload, cpu_ram_efficient_loading=loading,
+                                activation_checkpointing=offload)
+        text = accelerate_yaml(settings, num_processes=8)
+        findings = [f for f in lint_text(text, "accelerate_config.yaml", model=MODEL_NAME)
+                    if f.severity != "info" and f.code.startswith("ACC")]
+        assert findings == [], (settings, findings)
+        for name in [k for k in os.environ if k.startswith("FSDP_")]:
+            monkeypatch.delenv(name)
+        for name, value in real_env(tmp_path, text).items():
+            monkeypatch.setenv(name, value)
+        plugin = dataclasses.FullyShardedDataParallelPlugin()
+        if version == 1:  # the strategy chosen is the one the plugin uses
+            assert plugin.sharding_strategy.name.lstrip("_") == strategy
+        else:
+            assert plugin.fsdp_version == 2 and plugin.reshard_after_forward is settings.reshard_after_forward
+        assert plugin.state_dict_type.name == state and plugin.activation_checkpointing is offload
+        checked += 1
+    assert checked == 2 * 5 * 3 * 2 * 2 * 2 - 24
+
+
+MODEL_NAME = "llama-3-8b"
