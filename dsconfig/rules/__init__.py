@@ -15,6 +15,7 @@ exists when its module is in MODULES and its object is in that module's RULES:
   integration        DS7xx target integration ("auto", the HF Trainer, Lightning)
   accelerate_keys    ACCxxx what an Accelerate YAML loads, and what it ignores
   accelerate_launch  ACCxxx what `accelerate launch` starts, and the DeepSpeed settings it passes on
+  fsdp               ACCxxx the FSDP settings of an Accelerate YAML, as FullyShardedDataParallelPlugin reads them
   scripts            DS8xx training scripts read statically (Lightning samplers, float and indivisible batches)
 
 One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome depends on the target
@@ -23,12 +24,24 @@ One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome de
 
 from __future__ import annotations
 
-from . import (accelerate_keys, accelerate_launch, batch, files, integration, keys, optimizer, precision, scripts,
-               sections, zero)
+from . import (
+    accelerate_keys,
+    accelerate_launch,
+    batch,
+    files,
+    fsdp,
+    integration,
+    keys,
+    optimizer,
+    precision,
+    scripts,
+    sections,
+    zero,
+)
 from .rule import AREAS, DOCS_URL, Rule
 
 MODULES = (files, keys, batch, zero, precision, optimizer, sections, integration, scripts, accelerate_keys,
-           accelerate_launch)
+           accelerate_launch, fsdp)
 
 
 def _listing_order(rule: Rule) -> tuple:
