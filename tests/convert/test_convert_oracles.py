@@ -32,8 +32,9 @@ pytest.importorskip("deepspeed")
 pytest.importorskip("transformers")
 
 # As for `dsconfig generate`: DS704 (hf-trainer: what the Trainer fills each "auto" with) and DS205
-# (--micro-batch 1, the default for targets that fill no "auto": a BatchNorm model would fail).
-ALLOWED_INFOS = {"DS704", "DS205"}
+# (--micro-batch 1, the default for targets that fill no "auto": a BatchNorm model would fail), and ACC033
+# (FULL_STATE_DICT, chosen where the ds_config gathers 16-bit weights on save: each save gathers on rank 0).
+ALLOWED_INFOS = {"DS704", "DS205", "ACC033"}
 DS_CONFIG, ACCELERATE_CONFIG = "ds_config.json", "accelerate_config.yaml"
 
 
