@@ -85,6 +85,17 @@ def _size(handle) -> int | None:
     return stat.st_size if stat.st_size > 0 else None  # pipes and devices report 0
 
 
+def read_text(path: str, limit: int = MAX_BYTES) -> str:
+    """A config file's text as DeepSpeed's `open(path)` and json.load see it (UTF-8, universal newlines).
+    Raises FileError: too large, unreadable, or not UTF-8 (naming the line and column of the first bad byte)."""
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as error:
+        line, column = _line_column(data[:error.start].decode("utf-8", "replace"))
+        raise FileError(f"{path}:{line}:{column}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
+
+
 def read_json(path: str, limit: int = MAX_BYTES):
     """A strict JSON file (json.load's reading). Raises FileError naming the line and column."""
     import json

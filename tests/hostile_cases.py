@@ -698,7 +698,7 @@ CASES = [
                                                               b"1000000000000\n"), 2,
          "fsdp.yaml:2:16: num_processes is 1000000000000, more than 65,536 processes"),
     Case("estimate-fsdp-binary-yaml", _estimate_fsdp_yaml(b"\xff\xfe\x00distributed_type: FSDP\n"), 2,
-         "fsdp.yaml is not UTF-8 text"),
+         "fsdp.yaml:1:1: not UTF-8 text (byte 0xff)"),
     Case("estimate-fsdp-deepspeed-yaml", _estimate_fsdp_yaml(b"distributed_type: DEEPSPEED\n"), 2,
          'fsdp.yaml:1:19: distributed_type is "DEEPSPEED", not FSDP'),
     Case("generate-fsdp-10000-layers-nothing-fits", _command("generate", "--backend", "fsdp", "--params", "70B",

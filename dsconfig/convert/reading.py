@@ -52,18 +52,11 @@ class FsdpSource(NamedTuple):
 
 
 def _text(path: str) -> str:
-    from ..engine import decode
-    from ..files import FileError, read_bytes
+    from ..files import FileError, read_text
     try:
-        data = read_bytes(path)
+        return read_text(path)
     except FileError as error:
         raise ConvertError(str(error)) from None
-    try:
-        return decode(data)
-    except UnicodeDecodeError as error:
-        prefix = data[:error.start].decode("utf-8", "replace")
-        line, column = prefix.count("\n") + 1, len(prefix) - (prefix.rfind("\n") + 1) + 1
-        raise ConvertError(f"{path}:{line}:{column}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
 
 
 def _at(doc, pointer: str, message: str, on_key: bool = False) -> ConvertError:

@@ -24,15 +24,12 @@ class ConfigError(ValueError):
 def read(path: str) -> tuple[dict, list[str]]:
     """(values, notes): `fsdp` (an fsdp_memory.Fsdp), and `precision`, `gpus`, `nodes`,
     `gradient_checkpointing` where the file says them."""
-    from ..engine import decode
-    from ..files import FileError, read_bytes
+    from ..files import FileError, read_text
     from ..yamldoc import YamlDocument
     try:
-        text = decode(read_bytes(path))
+        text = read_text(path)
     except FileError as error:
         raise ConfigError(str(error)) from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path} is not UTF-8 text") from None
     document = YamlDocument(path, text)
     if not document.loaded:
         line, column = document.position(document.error.offset)

@@ -49,14 +49,11 @@ def read(path: str) -> tuple[dict, list[str]]:
 def _load(path: str) -> dict:
     """The config as DeepSpeed loads the file; ConfigError (one line) when it cannot."""
     from ..document import JsonDocument
-    from ..engine import decode
-    from ..files import FileError, read_bytes
+    from ..files import FileError, read_text
     try:
-        text = decode(read_bytes(path))
+        text = read_text(path)
     except FileError as error:
         raise ConfigError(str(error)) from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path} is not UTF-8 text") from None
     document = JsonDocument(path, text)
     loaded, config = document.reading("hjson")
     if not loaded:

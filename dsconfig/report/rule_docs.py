@@ -132,20 +132,17 @@ def terminal(rule, width: int = 100, output: list[str] | None = None,
 
     section("What it does", rule.what)
     section("Why it matters", rule.why)
+    def reported(shown: list[str] | None, when_none: str):
+        if shown is None:
+            return
+        lines.append(f"dsconfig reports ({rule.code} findings only)")
+        lines.extend("  " + line for line in shown or [when_none])
+        lines.append("")
+
     example(failing, rule.failing)
-    if output is not None:
-        lines.append(f"dsconfig reports ({rule.code} findings only)")
-        lines.extend("  " + line for line in output)
-        if not output:
-            lines.append(f"  (no {rule.code} finding: this dsconfig does not report the rule yet)")
-        lines.append("")
+    reported(output, f"(no {rule.code} finding: this dsconfig does not report the rule yet)")
     example(passing, rule.passing)
-    if passing_output is not None:
-        lines.append(f"dsconfig reports ({rule.code} findings only)")
-        lines.extend("  " + line for line in passing_output)
-        if not passing_output:
-            lines.append(f"  (no {rule.code} finding)")
-        lines.append("")
+    reported(passing_output, f"(no {rule.code} finding)")
     section("How to fix", rule.fix)
     return "\n".join(lines).rstrip("\n") + "\n"
 
