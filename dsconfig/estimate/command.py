@@ -11,6 +11,7 @@ one-line message on stderr).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import replace
@@ -66,6 +67,9 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--gpu-mem", metavar="SIZE|NAME", help="Memory per GPU: the size on the box (96GB or 96: the catalog's usable memory for cards of that size), "
                    "an exact 79.6GiB, or a GPU name.")
 @click.option("--cpu-mem", metavar="SIZE", help="CPU memory per node (e.g. 1TB, 512GiB).")
+@click.option("--headroom", type=click.IntRange(0, 90), default=10, show_default=True, metavar="PERCENT",
+              help="GPU memory kept free for fragmentation; it fits when the total stays below the rest (as in "
+                   "`dsconfig generate`).")
 @click.option("--profile", is_flag=True,
               help="Measure the activations with torch + transformers on the meta device (no GPU needed).")
 @click.option("--model-factory", metavar="MODULE:FUNCTION",
@@ -83,8 +87,8 @@ InputError, _OneLineErrors = one_line_errors(PROG)
 @click.option("--list-gpus", is_flag=True, help="List the GPU catalog and exit.")
 def estimate(ds_config, backend, sharding_strategy, fsdp_version, offload_params, model_name, params, layers, hidden, heads, kv_heads, intermediate, vocab, largest_layer,
              seq_len, micro_batch, precision, gradient_checkpointing, attention, optimizer, gpus, nodes, zero_stage,
-             offload_optimizer, offload_param, no_zero_init, gpu_name, gpu_mem, cpu_mem, profile, model_factory,
-             input_shape, input_dtype, deepspeed_version, output_format, list_models, list_gpus):
+             offload_optimizer, offload_param, no_zero_init, gpu_name, gpu_mem, cpu_mem, headroom, profile,
+             model_factory, input_shape, input_dtype, deepspeed_version, output_format, list_models, list_gpus):
     """Estimate per-GPU memory for training a model with DeepSpeed or FSDP, and whether it fits.
 
     CONFIG, when given, is a ds_config.json (the ZeRO stage, offload devices, precision, micro batch,
@@ -141,6 +145,7 @@ def estimate(ds_config, backend, sharding_strategy, fsdp_version, offload_params
         if value is not None:
             values[key] = value
     bucket_values = values.pop("buckets", {})
+    auto_buckets = values.pop("auto_buckets", [])
     if model_factory is not None:
         if model_name or params:
             raise InputError("give --model-factory alone, without --model or --params")
@@ -159,7 +164,7 @@ def estimate(ds_config, backend, sharding_strategy, fsdp_version, offload_params
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
 
-    hardware = _hardware(gpu_name, gpu_mem, cpu_mem)
+    hardware = _hardware(gpu_name, gpu_mem, cpu_mem, headroom / 100)
     measured = module = None
     if model_factory is not None:
         module = _measure_factory(model_factory, shape_dims, setup, input_dtype)
@@ -172,6 +177,9 @@ def estimate(ds_config, backend, sharding_strategy, fsdp_version, offload_params
                  "intermediate": intermediate, "vocab": vocab, "largest_layer": largest_layer}
         shape = _model(model_name, params, flags)
         notes += inputs.params_note(params, flags)
+        if auto_buckets and setup.zero_stage == 3 and shape.hidden:
+            deepspeed_config.fill_trainer_buckets(auto_buckets, shape.hidden, bucket_values, notes)
+            setup = dataclasses.replace(setup, buckets=Buckets(**bucket_values))
         if profile:
             measured = _measure_hf(shape, setup)
             notes.append("activations measured with torch + transformers (--profile)")
@@ -223,14 +231,14 @@ def _gpu_catalog():
     return [gpus.GPUS[name] for name in gpus.names()]
 
 
-def _hardware(gpu_name, gpu_mem, cpu_mem) -> Hardware:
+def _hardware(gpu_name, gpu_mem, cpu_mem, headroom: float) -> Hardware:
     try:
         memory, gpu = inputs.gpu(gpu_name, gpu_mem)
         cpu_memory = inputs.size(cpu_mem, "--cpu-mem")
     except inputs.InputProblem as error:
         raise InputError(str(error)) from None
     return Hardware(gpu_memory=memory, cpu_memory=cpu_memory,
-                    gpu_name=gpu.name if gpu else None, bf16=gpu.bf16 if gpu else None)
+                    gpu_name=gpu.name if gpu else None, bf16=gpu.bf16 if gpu else None, headroom=headroom)
 
 
 def _model(model_name, params, flags) -> shapes.ModelShape:

@@ -31,6 +31,12 @@ BUCKET_FIELDS = ("reduce_bucket_size", "allgather_bucket_size", "prefetch_bucket
                  "param_persistence_threshold", "max_live_parameters")
 
 AUTO_NOTE = '{} is "auto" (filled by the HF Trainer/Accelerate): the estimate uses its default'
+MICRO_AUTO_NOTE = (f'{batch.MBS} is "auto": the HF Trainer fills it from --per_device_train_batch_size; the '
+                   'estimate assumes 1 (give --micro-batch N)')
+# The ZeRO-3 sizes the HF Trainer fills from the model's hidden size h (HfTrainerDeepSpeedConfig.trainer_config_finalize).
+TRAINER_BUCKETS = {"reduce_bucket_size": ("hidden_size²", lambda h: h * h),
+                   "prefetch_bucket_size": ("int(0.9 × hidden_size²)", lambda h: int(0.9 * h * h)),
+                   "param_persistence_threshold": ("10 × hidden_size", lambda h: 10 * h)}
 BOTH_PRECISIONS = "bfloat16 and fp16 modes cannot be simultaneously enabled"  # DeepSpeedConfig's assertion
 
 
@@ -160,7 +166,7 @@ def _read_micro_batch(reading: _Reading, values: dict) -> None:
     if value is None:  # DeepSpeed's get_scalar_param: absent and null both mean not given
         return
     if is_auto(value):
-        reading.notes.append(AUTO_NOTE.format(batch.MBS))
+        reading.notes.append(MICRO_AUTO_NOTE)
         return
     # Alone the micro batch only meets DeepSpeed's arithmetic and its "> 0" assertions; how it
     # combines with train_batch_size depends on the world size, which the linter checks.
@@ -188,7 +194,14 @@ def _read_zero(reading: _Reading, values: dict) -> None:
         if not (reading.says_auto(ZERO, field) or reading.says_auto(ZERO, field, "device")):
             offload = zero[field]
             values[field] = "none" if offload is None else offload["device"]
-    buckets = {field: zero[field] for field in BUCKET_FIELDS if not reading.says_auto(ZERO, field)}
+    buckets, filled_later = {}, []
+    for field in BUCKET_FIELDS:
+        if reading.says_auto(ZERO, field):
+            filled_later.append(field)
+        else:
+            buckets[field] = zero[field]
+    if filled_later:
+        values["auto_buckets"] = filled_later
     if _overlap_comm_written(reading):
         buckets["overlap_comm"] = zero["overlap_comm"]
     values["buckets"] = buckets
@@ -218,3 +231,16 @@ def _read_checkpointing(reading: _Reading, values: dict) -> None:
         values["gradient_checkpointing"] = True
         if checkpointing.get("cpu_checkpointing") is True:
             values["cpu_checkpointing"] = True
+
+
+def fill_trainer_buckets(auto: list[str], hidden: int, buckets: dict, notes: list[str]) -> None:
+    """The "auto" ZeRO-3 sizes as the HF Trainer fills them from the model's hidden size; the "auto" note of
+    each becomes the value used."""
+    for field in auto:
+        if field not in TRAINER_BUCKETS:
+            continue
+        words, size = TRAINER_BUCKETS[field]
+        buckets[field] = size(hidden)
+        written = {AUTO_NOTE.format(f"{ZERO}.{key}"): key for key in _spellings(ZERO, field)}
+        notes[:] = [f'{ZERO}.{written[note]} is "auto": the HF Trainer fills it with {words} = {buckets[field]:,} '
+                    f"(hidden size {hidden:,})" if note in written else note for note in notes]

@@ -68,12 +68,23 @@ class TrainingSetup:
             self.fsdp.check()
 
 
+# The share of GPU memory a plan leaves free for the allocator's fragmentation: `estimate` and `generate`
+# say "fits" by the same rule (total <= memory less this), so one never accepts what the other rejects.
+DEFAULT_HEADROOM = 0.10
+
+
 @dataclass(frozen=True)
 class Hardware:
     gpu_memory: int | None = None  # bytes per GPU; None: no fit question
     cpu_memory: int | None = None  # bytes per node
     gpu_name: str | None = None
     bf16: bool | None = None  # whether the GPU computes in bf16 (None: unknown)
+    headroom: float = DEFAULT_HEADROOM  # of gpu_memory, kept free
+
+    @property
+    def usable_gpu_memory(self) -> int | None:
+        """What a setup may use: the GPU memory less the headroom."""
+        return None if self.gpu_memory is None else int(self.gpu_memory * (1 - self.headroom))
 
 
 @dataclass
@@ -82,7 +93,7 @@ class Estimate:
     cpu_per_node: int
     fits: bool | None
     max_micro_batch: int | None
-    headroom: int | None  # gpu_memory - total (negative when it does not fit)
+    headroom: int | None  # usable GPU memory (less the kept share) - total: negative when it does not fit
     cpu_headroom: int | None
     buffers: dict[str, int]
     overhead: dict[str, int]
@@ -166,9 +177,10 @@ def estimate(model: ModelShape, setup: TrainingSetup, hardware: Hardware = Hardw
     headroom = cpu_headroom = None
     fits = max_batch = None
     if hardware.gpu_memory is not None:
-        headroom = hardware.gpu_memory - per_gpu["total"]
+        usable = hardware.usable_gpu_memory
+        headroom = usable - per_gpu["total"]
         fits = headroom >= 0
-        max_batch = _largest_batch(lambda b: at(b)[0]["total"] <= hardware.gpu_memory)
+        max_batch = _largest_batch(lambda b: at(b)[0]["total"] <= usable)
     if hardware.cpu_memory is not None:
         cpu_headroom = hardware.cpu_memory - cpu
         fits = (fits is not False) and cpu_headroom >= 0

@@ -88,6 +88,7 @@ def table(e: Estimate) -> str:
     if e.hardware.gpu_memory is not None:
         label = f"GPU memory{f' ({e.hardware.gpu_name})' if e.hardware.gpu_name else ''}"
         rows.append((label, gib(e.hardware.gpu_memory)))
+        rows.append((f"  kept free ({e.hardware.headroom:.0%})", gib(e.hardware.gpu_memory - e.hardware.usable_gpu_memory)))
         rows.append(("headroom", gib(e.headroom)))
     width = max(len(label) for label, _ in rows)
     out = [*lines, "", "per GPU"]
@@ -100,7 +101,7 @@ def table(e: Estimate) -> str:
     if e.fits is None:
         out.append("fits: unknown (give --gpu-mem or --gpu)")
     else:
-        out.append(f"fits: {'yes' if e.fits else 'no'}")
+        out.append(f"fits: {'yes' if e.fits else 'no'}" + _fit_rule(e))
     if e.max_micro_batch is not None:
         out.append(f"largest micro batch that fits: {e.max_micro_batch}")
     if e.remedies:
@@ -154,6 +155,8 @@ def as_dict(e: Estimate) -> dict:
         "gpu_memory_bytes": e.hardware.gpu_memory,
         "cpu_memory_bytes": e.hardware.cpu_memory,
         "headroom_bytes": e.headroom,
+        "usable_gpu_memory_bytes": e.hardware.usable_gpu_memory,
+        "headroom_percent": round(e.hardware.headroom * 100),
         "buffers_bytes": dict(e.buffers),
         "overhead_bytes": dict(e.overhead),
         "activation_bytes": {"kept_after_forward": e.activations.kept, "recomputed_layer": e.activations.recompute,
@@ -166,3 +169,11 @@ def as_dict(e: Estimate) -> dict:
 
 def as_json(e: Estimate) -> str:
     return json.dumps(as_dict(e), indent=2) + "\n"
+
+
+def _fit_rule(e) -> str:
+    """What "fits" was measured against: the GPU memory less the share kept free (as `generate` does)."""
+    if e.hardware.gpu_memory is None:
+        return ""
+    return (f" ({gib(e.total)} of the {gib(e.hardware.usable_gpu_memory)} usable: {gib(e.hardware.gpu_memory)} less "
+            f"{e.hardware.headroom:.0%} kept for fragmentation, as `dsconfig generate` plans; --headroom PERCENT)")

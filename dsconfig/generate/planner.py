@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .. import targets
-from ..estimate.estimator import Estimate, Hardware, TrainingSetup, estimate, largest_fitting
+from ..estimate.estimator import DEFAULT_HEADROOM, Estimate, Hardware, TrainingSetup, estimate, largest_fitting
 from ..estimate.fsdp_memory import Fsdp
 from ..estimate.measured import MODULE_FAMILY, ModuleProfile
 from ..estimate.memory import Buckets
@@ -43,7 +43,6 @@ from ..values import divisors
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 DEFAULT_MODEL = "llama-3.1-8b"  # sized for when no --model/--params is given: the common fine-tuning size
-DEFAULT_HEADROOM = 0.10  # of the GPU memory, kept free for allocator fragmentation
 DEFAULT_MAX_MICRO = 32  # without --global-batch: the micro batch is the largest that fits, up to this
 MAX_MICRO = 1 << 16  # the estimate's own limit for the micro batch search
 ADAM_FAMILY = ("adamw", "adam")  # what DeepSpeed's ZeRO supports without zero_allow_untested_optimizer
@@ -133,7 +132,7 @@ class Request:
     target: str = "hf-trainer"
     batchnorm: bool = False
     checkpointing: bool | None = None  # None: decide; True/False: forced
-    headroom: float = DEFAULT_HEADROOM
+    headroom: float = DEFAULT_HEADROOM  # kept free for fragmentation: the rule `estimate` uses too
     nvme_path: str | None = None  # NVMe offload is a rung only when a path is given
     template: str | None = None  # force one rung (a SHAPES name)
     default_model: bool = False  # the model is DEFAULT_MODEL because none was given
@@ -335,7 +334,8 @@ def plan(request: Request) -> Plan:
 
     setup = setup_for(request, shape, checkpointing, precision, micro)
     final = estimate(request.model, setup, Hardware(gpu_memory=request.gpu_memory, cpu_memory=request.cpu_memory,
-                                                    gpu_name=request.gpu_name, bf16=request.bf16_supported),
+                                                    gpu_name=request.gpu_name, bf16=request.bf16_supported,
+                                                    headroom=request.headroom),
                      module=request.module)
     reasons = {
         "zero": _zero_reason(request, trials, chosen),

@@ -80,7 +80,7 @@ def test_max_micro_batch_is_the_largest_that_fits(checkpointing):
     assert best >= 1
     at = {b: estimate_memory(shape, TrainingSetup(**{**setup.__dict__, "micro_batch": b}), Hardware()).total
           for b in (best, best + 1)}
-    assert at[best] <= hardware.gpu_memory < at[best + 1]
+    assert at[best] <= hardware.usable_gpu_memory < at[best + 1]  # the GPU memory less the 10% kept free
 
 
 def test_cpu_memory_decides_fits_too():
@@ -231,3 +231,44 @@ def test_the_estimate_path_imports_no_heavy_module():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2]).stdout
     assert "HEAVY:\n" in out
+
+
+def test_estimate_and_generate_say_fits_by_the_same_rule(tmp_path):
+    """The newcomer's trial: ZeRO-2 with checkpointing on 2 × 96 GB. generate keeps 10% free and rejects
+    ZeRO-2; estimate keeps the same 10% and says it does not fit, and both print the usable figure."""
+    from dsconfig.generate.command import generate
+
+    data, code = run_json("--model", "llama-3.1-8b", "--zero-stage", "2", "--gradient-checkpointing", "--gpus", "2",
+                          "--gpu-mem", "96GB")
+    assert code == 1 and data["fits"] is False and data["headroom_percent"] == 10
+    assert data["usable_gpu_memory_bytes"] == int(data["gpu_memory_bytes"] * 0.9) < data["per_gpu_bytes"]["total"]
+    plan = CliRunner().invoke(generate, ["--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--stdout",
+                                         "--gradient-checkpointing"])
+    assert plan.exit_code == 0 and "ZeRO          ZeRO-3: ZeRO-2 needs" in plan.stderr
+    usable = f"{data['usable_gpu_memory_bytes'] / 2 ** 30:.1f} GiB available"
+    assert usable in plan.stderr  # the same figure on both sides
+    # With the headroom given up, estimate counts all of it, as generate --headroom 0 does.
+    data, code = run_json("--model", "llama-3.1-8b", "--zero-stage", "2", "--gradient-checkpointing", "--gpus", "2",
+                          "--gpu-mem", "96GB", "--headroom", "0")
+    assert code == 0 and data["fits"] is True
+    plan = CliRunner().invoke(generate, ["--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--stdout",
+                                         "--gradient-checkpointing", "--headroom", "0"])
+    assert "ZeRO          ZeRO-2" in plan.stderr
+
+
+def test_estimate_on_the_file_generate_wrote_describes_the_plan(tmp_path, monkeypatch):
+    """generate writes "auto" bucket sizes for the HF Trainer; estimate fills them from --model as the Trainer
+    does, so it counts the buffers the plan counted and reaches the same total and verdict."""
+    from dsconfig.generate.command import generate
+
+    monkeypatch.chdir(tmp_path)
+    plan = CliRunner().invoke(generate, ["--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b",
+                                         "--global-batch", "64"])
+    assert plan.exit_code == 0, plan.output
+    line = next(text for text in plan.output.splitlines() if text.startswith("per GPU at micro batch 1"))
+    planned = line.split(": ", 1)[1].split(" of ")[0]  # "85.6 GiB"
+    data, code = run_json("ds_config.json", "--model", "llama-3.1-8b", "--gpus", "2", "--gpu-mem", "96GB")
+    assert code == 0 and data["fits"] is True
+    assert f"{data['per_gpu_bytes']['total'] / 2 ** 30:.1f} GiB" == planned
+    assert any("reduce_bucket_size is \"auto\": the HF Trainer fills it with hidden_size² = 16,777,216" in note
+               for note in data["notes"])
