@@ -125,5 +125,14 @@ def nominal_card(text: str) -> Gpu | None:
                f"the usable memory of a {size} GB card ({names_} in the catalog; the least of them)", size)
 
 
+def this_machine_memory() -> int | None:
+    """Bytes of RAM of the machine dsconfig runs on (None where the system does not say)."""
+    import os
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # Windows, or a name this system lacks
+        return None
+
+
 def names() -> list[str]:
     return [gpu.name for gpu in _GPUS]

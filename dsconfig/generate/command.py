@@ -7,8 +7,9 @@ The lead registers it as `"generate": "dsconfig.generate.command:generate"`; `py
 dsconfig.generate` runs it alone. Only the standard library, click and dsconfig's own estimate
 and lint modules are imported (no torch, DeepSpeed or transformers).
 
-Exit status: 0 the files were written (or printed), 2 a usage or input error, nothing fits, or a
-file would be overwritten without --force (one line on stderr: `dsconfig generate: error: ...`).
+Exit status: 0 the files were written (or printed), 1 nothing fits these GPUs (and host memory), as
+`dsconfig estimate` says "does not fit", 2 a usage or input error, or a file would be overwritten
+without --force. 1 and 2 print one line on stderr (`dsconfig generate: ...`) and write nothing.
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ from .planner import BACKENDS, DEFAULT_MODEL, PRECISIONS, SHAPES
 PROG = "dsconfig generate"
 
 
-# A bad option or input file, a model that does not fit, a file in the way: one line, exit status 2.
+# A bad option or input file, a file in the way: one line, exit status 2.
 InputError, _OneLineErrors = one_line_errors(PROG)
+
+
+class DoesNotFit(InputError):
+    """Nothing fits: one line, exit status 1 (as `dsconfig estimate`'s "fits: no")."""
+    exit_code = 1
 
 
 @click.command("generate", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -136,11 +142,14 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     except planner.PlanError as error:
         raise InputError(str(error)) from None
     except planner.NoFit as error:
-        raise InputError(error.reason) from None
+        raise DoesNotFit(error.reason) from None
     result.notes[:0] = notes
     if release is not None and release.version != releases.NEWEST:  # the newest needs no word
         result.notes.append(f"written for DeepSpeed {release.version} ({release.reason})")
 
+    warning = _host_memory_warning(result, request)
+    if warning:
+        result.notes.insert(0, warning)
     paths = _paths(output_dir, script)
     if fsdp:
         from . import fsdp_render
@@ -160,6 +169,8 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
             if len(files) > 1:
                 click.echo(f"==> {file.name} <==")
             click.echo(file.text, nl=False)
+        if warning:
+            click.echo(escape.line(f"{PROG}: {warning}"), err=True)
         return
     from .write import WriteError, write_all
     try:
@@ -167,6 +178,22 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     except WriteError as error:
         raise InputError(str(error)) from None
     click.echo(escape.lines(show.text(result, paths, written, unicode=unicode)), nl=False)  # paths: --output-dir
+    if warning:
+        click.echo(escape.line(f"{PROG}: {warning}"), err=True)
+
+
+def _host_memory_warning(result, request) -> str | None:
+    """Without --cpu-mem, an offload plan is compared with this machine's RAM: it may be where the job runs."""
+    if request.cpu_memory is not None or not result.shape.offloads:
+        return None
+    from ..estimate.gpus import this_machine_memory
+    from ..estimate.report import gib
+    here, needed = this_machine_memory(), result.estimate.cpu_per_node
+    if here is None or needed <= here:
+        return None
+    return (f"warning: the plan keeps {gib(needed)} in CPU memory per node and this machine has {gib(here)}: it "
+            "cannot train here. For other nodes, give their memory with --cpu-mem (a plan that does not fit it "
+            "exits 1)")
 
 
 # -- inputs -------------------------------------------------------------------------------------------

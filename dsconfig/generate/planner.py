@@ -186,7 +186,7 @@ class Plan:
     accumulation: int
     global_batch: int
     buckets: Buckets
-    estimate: Estimate  # at the chosen micro batch, against the full GPU memory
+    estimate: Estimate  # at the chosen micro batch, against the GPU memory less the headroom
     largest_micro: int  # the largest micro batch that fits with this rung and checkpointing
     reasons: dict[str, str]  # "zero", "offload", "checkpointing", "precision", "batch" -> why
     trials: list[Trial]  # every rung tried before the chosen one, and the chosen one

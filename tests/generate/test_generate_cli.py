@@ -124,7 +124,6 @@ def test_multi_node_files_and_launch_commands(tmp_path):
     (["--gpu-mem", "80GB", "--target", "fsdp"], "--target"),
     (["--gpu-mem", "80GB", "--micro-batch", "1", "--batchnorm"], "BatchNorm layer needs at least 2"),
     (["--gpu", "V100-32GB", "--precision", "bf16"], "--precision bf16: V100-32GB has no bf16"),
-    (["--gpu-mem", "16GB", "--model", "llama-3.1-405b"], "llama-3.1-405b does not fit 1 node × 1 GPU"),
     (["--gpu-mem", "80GB", "--template", "zero3_nvme"], "--template zero3_nvme needs --nvme-path"),
     (["--gpu-mem", "80GB", "--bogus"], "No such option '--bogus'"),
     # a name whose bytes are not UTF-8 (b"\xff" comes as "\udcff"): the generated files are UTF-8 text
@@ -261,3 +260,29 @@ def test_a_size_on_the_box_plans_as_the_catalog_card_does(tmp_path):
     assert by_size[0].endswith("on 1 node × 2 GPUs of 95.6 GiB (a 96 GB card)")
     assert by_name[0].endswith("on 1 node × 2 GPUs of 95.6 GiB (H20-96GB)")
     assert plan("--gpu-mem", "90GiB")[0].endswith("2 GPUs of 90.0 GiB")
+
+
+def test_nothing_fits_is_one_line_exit_1_and_writes_nothing(tmp_path):
+    """As estimate says "fits: no" with exit 1; a stated --cpu-mem that an offload plan exceeds is the same."""
+    for args, message in ((["--gpu-mem", "16GB", "--model", "llama-3.1-405b"], "llama-3.1-405b does not fit 1 node"),
+                          (["--gpu", "RTX4090", "--model", "llama-3.1-70b", "--cpu-mem", "64GB"],
+                           "needs 1,774.1 GiB of CPU memory per node, more than --cpu-mem 64.0 GiB")):
+        result = run(*args, cwd=tmp_path)
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith("dsconfig generate: error: ") and message in result.stderr
+        assert result.stderr.count("\n") == 1 and os.listdir(tmp_path) == []
+
+
+def test_an_offload_plan_beyond_this_machines_memory_is_a_loud_warning(tmp_path):
+    """Without --cpu-mem the plan is compared with this machine's RAM (no machine here has 1.7 TiB)."""
+    from dsconfig.estimate.gpus import this_machine_memory
+
+    assert this_machine_memory() > 2 ** 30
+    result = run("--gpus", "1", "--gpu", "RTX4090", "--model", "llama-3.1-70b", "--stdout", cwd=tmp_path)
+    assert result.exit_code == 0
+    warning = result.stderr.strip().splitlines()[-1]
+    assert warning.startswith("dsconfig generate: warning: the plan keeps 1,774.12 GiB in CPU memory per node and "
+                              "this machine has ")
+    assert "  - warning: the plan keeps" in result.stderr  # first of the plan's notes too
+    quiet = run("--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--stdout", cwd=tmp_path)
+    assert "warning" not in quiet.stderr  # no offload, nothing to compare
