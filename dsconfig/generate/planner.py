@@ -23,10 +23,12 @@ The rules, in order (docs/generate.md has the long form):
 3. Gradient checkpointing only when that rung does not fit without it.
 4. The micro batch: the largest that fits (with that rung and checkpointing) among the ones that
    split the requested global batch exactly: micro × accumulation × GPUs × nodes = global batch.
-   Without a global batch: the largest that fits, at most DEFAULT_MAX_MICRO, accumulation 1.
+   Without a global batch: for a language model about DEFAULT_TOKENS_PER_STEP tokens per step
+   (default_global_batch), split as above; for images or a module the largest micro batch that
+   fits, at most DEFAULT_MAX_MICRO, accumulation 1.
    When the global batch cannot be reached exactly, the nearest reachable one is used (equally
    near: the one with the larger micro batch, then the smaller) and both neighbours are offered.
-5. Nothing fits: NoFit with a one-line reason (the command exits 2 and writes nothing).
+5. Nothing fits: NoFit with a one-line reason (the command exits 1 and writes nothing).
 """
 
 from __future__ import annotations
@@ -345,6 +347,9 @@ def plan(request: Request) -> Plan:
         "batch": batch_reason,
     }
     notes = _notes(request, shape, micro, precision)
+    small = batch_size_note(request, global_batch)
+    if small:
+        notes.insert(0, small)
     if not checkpointing and request.checkpointing is None and accumulation > 1:
         def fits_ckpt(m: int) -> bool:
             return trial(request, shape, True, precision, m).fits
@@ -386,10 +391,47 @@ def _check(request: Request) -> None:
         raise PlanError("--global-batch must be at least 1")
 
 
+DEFAULT_TOKENS_PER_STEP = 1 << 18  # without --global-batch, a token model's step: 128 sequences of 2048 tokens
+SMALL_TOKENS_PER_STEP = 1 << 16  # below this many tokens per optimizer step, the plan says the batch is small
+
+
+def default_global_batch(request: Request, world: int) -> int | None:
+    """Without --global-batch (and --micro-batch), a language model's global batch: about 262,144 tokens per
+    optimizer step (128 sequences of 2048), the order of magnitude fine-tuning recipes use, rounded up to a
+    multiple of the GPU count. None for models whose samples are not token sequences (images, a module)."""
+    if request.global_batch is not None or request.micro_batch is not None \
+            or request.model.family in ("vit", MODULE_FAMILY):
+        return None
+    sequences = max(1, round(DEFAULT_TOKENS_PER_STEP / request.seq_len))
+    step = world * request.min_micro
+    return max(step, -(-sequences // world) * world)
+
+
+def batch_size_note(request: Request, global_batch: int) -> str | None:
+    """A global batch the user gave that is small for a language model: say so (noisy updates)."""
+    if request.global_batch is None or request.model.family in ("vit", MODULE_FAMILY):
+        return None
+    tokens = global_batch * request.seq_len
+    if tokens >= SMALL_TOKENS_PER_STEP:
+        return None
+    return (f"global batch {global_batch} × seq {request.seq_len} = {tokens:,} tokens per optimizer step is small for "
+            f"a model of {request.model.parameters / 1e9:.1f}B parameters (fine-tuning recipes use about "
+            "100K-1M tokens per step): expect noisy updates, or raise --global-batch")
+
+
 def _split_batch(request: Request, fits, world: int):
     """(micro, accumulation, global, exact, nearest, largest micro that fits, reason)."""
+    default = default_global_batch(request, world)
+    if default is None:
+        return _split_given_batch(request, fits, world, request.global_batch)
+    micro, accumulation, chosen, exact, nearest, largest, why = _split_given_batch(request, fits, world, default)
+    words = (f"no --global-batch: {default} sequences of {request.seq_len} tokens, {default * request.seq_len:,} tokens "
+             "per optimizer step as usual for fine-tuning (--global-batch to choose)")
+    return micro, accumulation, chosen, exact, nearest, largest, why.replace(f"global batch {default} as asked", words)
+
+
+def _split_given_batch(request: Request, fits, world: int, wanted: int | None):
     low = request.min_micro
-    wanted = request.global_batch
     if request.micro_batch is not None:
         micro = request.micro_batch
         largest = micro

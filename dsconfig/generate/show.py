@@ -67,6 +67,10 @@ def choices(plan: Plan) -> list[str]:
     rows = [("FSDP" if plan.shape.fsdp is not None else "ZeRO", reasons["zero"]), ("offload", reasons["offload"]),
             ("checkpointing", reasons["checkpointing"]), ("precision", reasons["precision"]),
             ("batch", batch_line(plan)), ("", reasons["batch"])]
+    if plan.request.target == "hf-trainer":  # its batch keys reach the Trainer only as these arguments
+        rows.append(("", f"give the Trainer --per_device_train_batch_size {plan.micro_batch} "
+                         f"--gradient_accumulation_steps {plan.accumulation}"
+                         + (' (ds_config.json says "auto")' if plan.shape.fsdp is None else "")))
     return ["plan"] + [f"  {label:<14}{text}" for label, text in rows]
 
 

@@ -286,3 +286,15 @@ def test_an_offload_plan_beyond_this_machines_memory_is_a_loud_warning(tmp_path)
     assert "  - warning: the plan keeps" in result.stderr  # first of the plan's notes too
     quiet = run("--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--stdout", cwd=tmp_path)
     assert "warning" not in quiet.stderr  # no offload, nothing to compare
+
+
+def test_the_hf_trainer_plan_names_the_batch_arguments_its_auto_file_needs(tmp_path):
+    result = run("--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--global-batch", "64", "--stdout",
+                 cwd=tmp_path)
+    config = json.loads(result.stdout.split("==> ds_config.json <==\n", 1)[1].split("==>", 1)[0])
+    assert config["train_micro_batch_size_per_gpu"] == config["gradient_accumulation_steps"] == "auto"
+    assert ('give the Trainer --per_device_train_batch_size 1 --gradient_accumulation_steps 32 (ds_config.json says '
+            '"auto")') in result.stderr
+    deepspeed = run("--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--global-batch", "64",
+                    "--target", "deepspeed", "--stdout", cwd=tmp_path)
+    assert "give the Trainer" not in deepspeed.stderr  # the numbers are in the file

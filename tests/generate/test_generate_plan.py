@@ -124,11 +124,22 @@ def test_fixed_micro_batch_rounds_to_a_multiple_of_micro_times_gpus():
     assert exact.exact and exact.accumulation == 2
 
 
-def test_without_global_batch_the_largest_micro_up_to_32_and_no_accumulation():
+def test_without_global_batch_a_language_model_steps_about_262k_tokens():
     small = plan(Request(model=model("gpt2"), gpu_memory=141 * GB, gpus=2))
-    assert (small.micro_batch, small.accumulation, small.global_batch) == (32, 1, 64)
-    big = plan(Request(model=model("llama-3.1-8b"), gpu_memory=96 * GB, gpus=2))
-    assert big.accumulation == 1 and big.micro_batch == big.largest_micro < 32
+    assert small.global_batch == 128 == small.micro_batch * small.accumulation * 2
+    assert "128 sequences of 2048 tokens, 262,144 tokens per optimizer step" in small.reasons["batch"]
+    assert plan(Request(model=model("gpt2"), gpu_memory=141 * GB, gpus=2, seq_len=8192)).global_batch == 32
+    assert plan(Request(model=model("gpt2"), gpu_memory=141 * GB, gpus=3)).global_batch == 129  # a multiple of 3
+    # images are no token sequences: the largest micro batch that fits, up to 32, no accumulation
+    vit = plan(Request(model=model("vit-base-patch16-224"), gpu_memory=141 * GB, gpus=2))
+    assert (vit.micro_batch, vit.accumulation, vit.global_batch) == (32, 1, 64)
+
+
+def test_a_small_global_batch_for_a_language_model_is_said():
+    tiny = plan(Request(model=model("llama-3.1-8b"), gpu_memory=96 * GB, gpus=2, global_batch=4))
+    assert tiny.notes[0].startswith("global batch 4 × seq 2048 = 8,192 tokens per optimizer step is small")
+    usual = plan(Request(model=model("llama-3.1-8b"), gpu_memory=96 * GB, gpus=2, global_batch=64))
+    assert not any("is small" in note for note in usual.notes)
 
 
 def test_micro_batch_is_the_largest_divisor_that_fits():
