@@ -77,6 +77,22 @@ def written_like_accelerate(text: str) -> bool:
     return bool(_ACCELERATE_LINE.search(text))
 
 
+# Keys that make a file of TrainingArguments fields one the HF Trainer reads (TRL and alignment-handbook
+# recipes add their model and data arguments next to them).
+_TRAINER_MARKERS = frozenset({"output_dir", "per_device_train_batch_size", "fsdp", "fsdp_config", "deepspeed",
+                              "gradient_checkpointing", "activation_checkpointing"})
+
+
+def training_arguments(value) -> bool:
+    """Conservatively, a JSON or YAML object of HF TrainingArguments: at least three keys that are
+    TrainingArguments fields (schemas/training-args.json), one of them a Trainer-only marker."""
+    if not isinstance(value, dict) or not _TRAINER_MARKERS.intersection(value):
+        return False
+    from .fsdp.trainer_args import fields
+    return len(fields().intersection(value)) >= 3 or bool({"fsdp", "fsdp_config"}.intersection(value)) and \
+        "output_dir" in value
+
+
 def classify(filename: str, value, is_yaml: bool) -> str:
     """Return "deepspeed", "accelerate" or "other" for a parsed top-level value."""
     base = filename.rsplit("/", 1)[-1]
@@ -89,8 +105,9 @@ def classify(filename: str, value, is_yaml: bool) -> str:
     accelerate_keys = sum(1 for key in value if key in _ACCELERATE_KEYS)
     if accelerate_keys >= 2 or any(key in value for key in _ACCELERATE_ONLY):
         return "accelerate"
-    # A YAML file named like a launcher config with one Accelerate key (a config missing distributed_type).
-    if is_yaml and accelerate_keys and named_like_accelerate(base):
+    # A YAML file named like a launcher config with one Accelerate key (a config missing distributed_type),
+    # unless it is Trainer arguments with their own `fsdp_config` (a recipe's config_fsdp.yaml).
+    if is_yaml and accelerate_keys and named_like_accelerate(base) and not training_arguments(value):
         return "accelerate"
     if _deepspeed_score(value, base):
         return "deepspeed"
