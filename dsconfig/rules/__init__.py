@@ -15,6 +15,7 @@ exists when its module is in MODULES and its object is in that module's RULES:
   integration        DS7xx target integration ("auto", the HF Trainer, Lightning)
   accelerate_keys    ACCxxx what an Accelerate YAML loads, and what it ignores
   accelerate_launch  ACCxxx what `accelerate launch` starts, and the DeepSpeed settings it passes on
+  fsdp               ACCxxx the FSDP settings of an Accelerate YAML, as FullyShardedDataParallelPlugin reads them
   scripts            DS8xx training scripts read statically (Lightning samplers, float and indivisible batches)
   trainer_fsdp       ACC04x the HF Trainer's fsdp / fsdp_config, and their conflicts with the Accelerate YAML
 
@@ -24,12 +25,25 @@ One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome de
 
 from __future__ import annotations
 
-from . import (accelerate_keys, accelerate_launch, batch, files, integration, keys, optimizer, precision, scripts,
-               sections, trainer_fsdp, zero)
+from . import (
+    accelerate_keys,
+    accelerate_launch,
+    batch,
+    files,
+    fsdp,
+    integration,
+    keys,
+    optimizer,
+    precision,
+    scripts,
+    sections,
+    trainer_fsdp,
+    zero,
+)
 from .rule import AREAS, DOCS_URL, Rule
 
 MODULES = (files, keys, batch, zero, precision, optimizer, sections, integration, scripts, accelerate_keys,
-           accelerate_launch, trainer_fsdp)
+           accelerate_launch, fsdp, trainer_fsdp)
 
 
 def _listing_order(rule: Rule) -> tuple:
