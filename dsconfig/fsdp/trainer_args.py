@@ -122,6 +122,13 @@ def replay(args: dict, where: Callable[[str], str] = lambda key: pointer_join("/
         if not config.get("xla"):
             _ignored(config, written, where, findings)
         kwargs = _plugin_kwargs(config, written, where, findings)
+        if kwargs is not None:
+            findings.extend(_plugin(kwargs, config, written, where))
+        if fsdp and args.get("deepspeed"):
+            findings.append(Finding(rules.WITH_DEEPSPEED, "`fsdp` and `deepspeed` are both set: the Accelerator runs "
+                                    "DeepSpeed and Trainer(...) raises \"Using --fsdp xxx together with --deepspeed "
+                                    "is not possible, deactivate one of those flags.\"", "/deepspeed",
+                                    fails_in=INITIALIZE))
         if kwargs is not None and kwargs.get("activation_checkpointing") and checkpointing:
             findings.append(checkpointing_conflict(_checkpointing_key(args), "fsdp_config['activation_checkpointing']"))
     except _Raised as error:
@@ -146,6 +153,22 @@ def checkpointing_conflict(pointer: str, fsdp_side: str) -> Finding:
 def _checkpointing_key(args: dict) -> str:
     return "/activation_checkpointing" if args.get("activation_checkpointing") is not None \
         else "/gradient_checkpointing"
+
+
+# Plugin fields under the fsdp_config key the Trainer reads them from (the others have the same name).
+_CONFIG_KEY = {"fsdp_version": "version", "transformer_cls_names_to_wrap": "transformer_layer_cls_to_wrap"}
+
+
+def _plugin(kwargs: dict, config: dict, written: dict, where) -> list[Finding]:
+    """What `FullyShardedDataParallelPlugin(**kwargs)` does with them (Trainer.create_accelerator_and_postprocess);
+    env is empty: the Trainer passes keyword arguments, and `python train.py` or torchrun sets no FSDP_* variable."""
+    from ..accelerate.fsdp_plugin import plugin_findings
+
+    def at(field_name: str) -> str:
+        key = _CONFIG_KEY.get(field_name, field_name)
+        return where(written.get(key, key)) if key in config and key in written else "/fsdp_config"
+
+    return plugin_findings(kwargs, {}, at)
 
 
 def _loaded(config, read_config) -> dict:
@@ -346,3 +369,65 @@ def read_config_file(base_boundary, named_from: str):
         except FileError as error:
             raise _Raised(f"fsdp_config file: json.load fails: {error}") from None
     return read
+
+
+# Accelerate YAML fsdp_config keys (prefixed, as the launcher reads them) -> the plugin field their FSDP_*
+# variable fills when the Trainer's keyword arguments leave it unset.
+_YAML_FIELDS = {
+    "fsdp_version": "fsdp_version", "fsdp_offload_params": "cpu_offload", "fsdp_auto_wrap_policy": "auto_wrap_policy",
+    "fsdp_min_num_params": "min_num_params", "fsdp_transformer_layer_cls_to_wrap": "transformer_cls_names_to_wrap",
+    "fsdp_cpu_ram_efficient_loading": "cpu_ram_efficient_loading", "fsdp_state_dict_type": "state_dict_type",
+    "fsdp_activation_checkpointing": "activation_checkpointing", "fsdp_reshard_after_forward": "reshard_after_forward",
+    "fsdp_forward_prefetch": "forward_prefetch", "fsdp_backward_prefetch": "backward_prefetch",
+    "fsdp_use_orig_params": "use_orig_params", "fsdp_sync_module_states": "sync_module_states",
+}
+
+
+def _same(yaml_value, trainer_value) -> bool:
+    """Whether the plugin would see the same setting from the YAML's FSDP_* variable and from the Trainer."""
+    def norm(value):
+        text = str(value).strip().lower()
+        if text in _BOOLEAN_WORDS:
+            return _BOOLEAN_WORDS.index(text) < 6
+        return text
+    return norm(yaml_value) == norm(trainer_value)
+
+
+def yaml_conflicts(yaml_value: dict, args: dict) -> list[Finding]:
+    """What the Trainer does with the Accelerate YAML that launches it (pointers into the YAML): DeepSpeed and
+    FSDP both asked for, activation checkpointing twice, YAML fsdp_config values the Trainer's plugin arguments
+    replace."""
+    kind = yaml_value.get("distributed_type")
+    trainer = replay(args)
+    if kind == "DEEPSPEED" and trainer.kwargs is not None:
+        return [Finding(rules.WITH_DEEPSPEED, "this YAML launches DeepSpeed and the training arguments turn on `fsdp`: "
+                        "the Accelerator runs DeepSpeed and Trainer(...) raises \"Using --fsdp xxx together with "
+                        "--deepspeed is not possible, deactivate one of those flags.\"", "/distributed_type",
+                        fails_in=INITIALIZE)]
+    if kind != "FSDP":
+        return []
+    if args.get("deepspeed") and not args.get("fsdp"):
+        return [Finding(rules.WITH_DEEPSPEED, "this YAML launches FSDP but the training arguments name a `deepspeed` "
+                        "config: the Accelerator gets a DeepSpeed plugin, which wins, and fsdp_config is silently "
+                        "ignored", "/distributed_type", fails_in=SILENT)]
+    section = yaml_value.get("fsdp_config")
+    section = section if isinstance(section, dict) else {}
+    prefixed = {(key if key.startswith("fsdp_") else "fsdp_" + key): key for key in section if isinstance(key, str)}
+    findings = []
+    yaml_checkpointing = "fsdp_activation_checkpointing" in prefixed and \
+        _same(section[prefixed["fsdp_activation_checkpointing"]], True)
+    overridden = trainer.kwargs is not None and "activation_checkpointing" in trainer.kwargs
+    if trainer.activation_checkpointing and yaml_checkpointing and not overridden:
+        findings.append(checkpointing_conflict(pointer_join("/fsdp_config", prefixed["fsdp_activation_checkpointing"]),
+                                               "this YAML's fsdp_activation_checkpointing"))
+    if trainer.kwargs is None:
+        return findings
+    for name, key in prefixed.items():
+        field_name = _YAML_FIELDS.get(name)
+        if field_name in trainer.kwargs and not _same(section[key], trainer.kwargs[field_name]):
+            findings.append(Finding(rules.FSDP_WARNING, f"`{key}: {to_json(section[key])}` is replaced by the "
+                                    f"Trainer's {field_name}={to_json(trainer.kwargs[field_name])} from the training "
+                                    "arguments' fsdp_config: the Trainer builds the FSDP plugin itself and this YAML "
+                                    "only fills what it leaves unset", pointer_join("/fsdp_config", key),
+                                    fails_in=SILENT))
+    return findings
