@@ -207,7 +207,7 @@ def _legacy(fsdp, config: dict, findings: list[Finding]) -> None:
     spec = schema()["fsdp"]
     for item in items:
         if not isinstance(item, str):
-            raise _Raised(f"`fsdp` holds {to_json(item)}: AttributeError: no attribute 'upper'", "/fsdp")
+            raise _Raised(f"`fsdp` holds {to_json(item)[:60]}: AttributeError: no attribute 'upper'", "/fsdp")
         if item.upper() in spec["sharding_strategies"]:
             if version != 2:
                 config.setdefault("reshard_after_forward", item)
@@ -232,7 +232,7 @@ def _ignored(config: dict, written: dict, where, findings: list[Finding]) -> Non
     fsdp1_only = set(spec["fsdp1_only_keys"])
     try:
         version = int(config.get("version", 2)) if not isinstance(config.get("version"), (list, dict)) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         version = None  # reported when _plugin_kwargs reads it
     for key in config:
         shown = written.get(key, key)
@@ -302,7 +302,7 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
     minimum = config["min_num_params"]
     if policy == "SIZE_BASED_WRAP":
         if not isinstance(minimum, (int, float)):
-            raise _Raised(f"`min_num_params` is {to_json(minimum)}: TypeError: '>' not supported between "
+            raise _Raised(f"`min_num_params` is {to_json(minimum)[:60]}: TypeError: '>' not supported between "
                           f"'{type(minimum).__name__}' and 'int'", at("min_num_params"))
         if minimum > 0:
             kwargs["min_num_params"] = minimum
@@ -336,7 +336,7 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
     kwargs["forward_prefetch"] = flag("forward_prefetch", "false")
     prefetch = config.get("backward_prefetch", "NO_PREFETCH")
     if not isinstance(prefetch, str):
-        raise _Raised(f"`backward_prefetch` is {to_json(prefetch)}: AttributeError: no attribute 'upper'",
+        raise _Raised(f"`backward_prefetch` is {to_json(prefetch)[:60]}: AttributeError: no attribute 'upper'",
                       at("backward_prefetch"))
     kwargs["backward_prefetch"] = prefetch.upper()
     kwargs["use_orig_params"] = flag("use_orig_params", "true")
