@@ -110,7 +110,7 @@ def replay(args: dict, where: Callable[[str], str] = lambda key: pointer_join("/
                                         "to use it)", "/fsdp_config", fails_in=SILENT, on_key=True))
             return Replay(None, {}, findings, bool(checkpointing))
         config = _loaded(config, read_config)
-        config, written = _stripped(config)
+        config, written = _stripped(config, where, findings)
         if isinstance(fsdp, (str, list)):
             _legacy(fsdp, config, findings)
         if checkpointing:
@@ -184,12 +184,17 @@ def _loaded(config, read_config) -> dict:
     return config
 
 
-def _stripped(config: dict) -> tuple[dict, dict[str, str]]:
-    """`fsdp_KEY` -> `KEY` as _process_fsdp_args renames them, and each key's spelling in the file."""
+def _stripped(config: dict, where, findings: list[Finding]) -> tuple[dict, dict[str, str]]:
+    """`fsdp_KEY` -> `KEY` as _process_fsdp_args renames them, and each key's spelling in the file. A key
+    written both ways keeps the prefixed one's value."""
     config = dict(config)
     written = {key: key for key in config}
     for key in list(config):
         if key.startswith("fsdp_"):
+            if key[5:] in config:
+                findings.append(Finding(rules.TRAINER_FSDP_IGNORED_KEY, f"`{written[key[5:]]}` is replaced by `{key}`: "
+                                        "the Trainer strips the fsdp_ prefix and the prefixed key's value wins",
+                                        where(written[key[5:]]), fails_in=SILENT, on_key=True))
             config[key[5:]] = config.pop(key)
             written[key[5:]] = key
     return config, written
