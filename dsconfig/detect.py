@@ -77,20 +77,24 @@ def written_like_accelerate(text: str) -> bool:
     return bool(_ACCELERATE_LINE.search(text))
 
 
-# Keys that make a file of TrainingArguments fields one the HF Trainer reads (TRL and alignment-handbook
-# recipes add their model and data arguments next to them).
-_TRAINER_MARKERS = frozenset({"output_dir", "per_device_train_batch_size", "fsdp", "fsdp_config", "deepspeed",
-                              "gradient_checkpointing", "activation_checkpointing"})
+# Keys only the HF Trainer's arguments hold, with the types they take there (a DeepSpeed config's
+# `activation_checkpointing` is an object, an Accelerate YAML's `fsdp_config` sits next to distributed_type).
+_TRAINER_MARKERS = {"output_dir": (str,), "per_device_train_batch_size": (int,), "fsdp": (bool, str, list),
+                    "fsdp_config": (dict, str), "deepspeed": (dict, str), "gradient_checkpointing": (bool,),
+                    "activation_checkpointing": (bool,)}
 
 
 def training_arguments(value) -> bool:
     """Conservatively, a JSON or YAML object of HF TrainingArguments: at least three keys that are
-    TrainingArguments fields (schemas/training-args.json), one of them a Trainer-only marker."""
-    if not isinstance(value, dict) or not _TRAINER_MARKERS.intersection(value):
+    TrainingArguments fields (schemas/training-args.json), one of them a Trainer marker of its type, and
+    no key only an Accelerate config has; or `fsdp` / `fsdp_config` next to `output_dir`."""
+    if not isinstance(value, dict) or any(key in value for key in _ACCELERATE_ONLY):
+        return False
+    if not any(isinstance(value.get(key), types) for key, types in _TRAINER_MARKERS.items()):
         return False
     from .fsdp.trainer_args import fields
     return len(fields().intersection(value)) >= 3 or bool({"fsdp", "fsdp_config"}.intersection(value)) and \
-        "output_dir" in value
+        isinstance(value.get("output_dir"), str)
 
 
 def classify(filename: str, value, is_yaml: bool) -> str:

@@ -181,3 +181,102 @@ _ARGS = st.fixed_dictionaries(
 @given(args=_ARGS)
 def test_generated(args, tmp_path):
     _compare(args, str(tmp_path))
+
+
+# -- the Accelerate YAML that launches the Trainer ---------------------------------------------------
+
+def _launcher_env(yaml_text: str, folder) -> dict:
+    """The FSDP_* environment `accelerate launch` gives the processes for this YAML (the real launcher)."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils import launch as env_builders
+
+    path = folder / "accelerate_config.yaml"
+    path.write_text(yaml_text)
+    args = launch_command_parser().parse_args(["--config_file", str(path), "train.py"])
+    args, _, _ = _validate_launch_command(args)
+    return {k: v for k, v in env_builders.prepare_multi_gpu_env(args).items() if k.startswith("FSDP_")}
+
+
+def _replaced_fields(yaml_text: str, args: dict, folder) -> set[str] | None:
+    """Plugin fields whose YAML value the Trainer's kwargs replace: the plugin built from the launcher's
+    environment alone and the one the Trainer builds under it differ there. None when either fails."""
+    env = _launcher_env(yaml_text, folder)
+    saved = dict(os.environ)
+    try:
+        os.environ.update(env)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:  # the launcher's plugin first: TrainingArguments writes FSDP_CPU_RAM_EFFICIENT_LOADING
+                launched = accelerate_utils.FullyShardedDataParallelPlugin()
+                kwargs = transformers.TrainingArguments(output_dir=str(folder), **copy.deepcopy(args)).fsdp_plugin_args
+                trainer = accelerate_utils.FullyShardedDataParallelPlugin(**dict(kwargs))
+            except Exception:  # a config TrainingArguments or the plugin refuses: compared in the tests above
+                return None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return {name for name in kwargs if str(getattr(trainer, name)) != str(getattr(launched, name))}
+
+
+YAML_CASES = [
+    ("fsdp_version: 2\nfsdp_state_dict_type: SHARDED_STATE_DICT\n", {"fsdp": True}),
+    ("fsdp_version: 2\nfsdp_state_dict_type: FULL_STATE_DICT\nfsdp_offload_params: true\n", {"fsdp": True}),
+    ("fsdp_version: 2\nfsdp_reshard_after_forward: false\nfsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
+     "fsdp_min_num_params: 1000\n", {"fsdp": True}),
+    ("fsdp_version: 2\nfsdp_cpu_ram_efficient_loading: true\nfsdp_activation_checkpointing: true\n",
+     {"fsdp": True, "fsdp_config": {"cpu_ram_efficient_loading": True}}),
+    ("fsdp_version: 2\nfsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer\n",
+     {"fsdp": True, "fsdp_config": {"transformer_layer_cls_to_wrap": "Qwen2DecoderLayer"}}),
+    ("fsdp_version: 2\nfsdp_activation_checkpointing: true\n",
+     {"fsdp": True, "fsdp_config": {"activation_checkpointing": False}}),
+]
+
+
+def _yaml(fsdp_section: str) -> str:
+    section = "".join(f"  {line}\n" for line in fsdp_section.splitlines())
+    return f"compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n{section}"
+
+
+def _compare_yaml(fsdp_section: str, args: dict, folder) -> None:
+    import yaml
+
+    from dsconfig.fsdp.trainer_args import _YAML_FIELDS, yaml_conflicts
+
+    text = _yaml(fsdp_section)
+    replaced = _replaced_fields(text, args, folder)
+    if replaced is None:
+        return
+    section = yaml.safe_load(text)["fsdp_config"]
+    expected = {key for key in section if _YAML_FIELDS.get(key) in replaced}
+    reported = {f.pointer.rsplit("/", 1)[-1] for f in yaml_conflicts(yaml.safe_load(text), args) if f.code == "ACC049"}
+    _counts["YAML values replaced"][1] += 1
+    assert reported == expected, (fsdp_section, args, replaced)
+    _counts["YAML values replaced"][0] += 1
+
+
+_counts["YAML values replaced"] = [0, 0]
+
+
+@pytest.mark.parametrize(("fsdp_section", "args"), YAML_CASES, ids=lambda value: str(value)[:50])
+def test_yaml_values_the_trainer_replaces(fsdp_section, args, tmp_path):
+    _compare_yaml(fsdp_section, args, tmp_path)
+
+
+_YAML_LINES = st.sampled_from(["fsdp_state_dict_type: SHARDED_STATE_DICT", "fsdp_state_dict_type: FULL_STATE_DICT",
+                               "fsdp_offload_params: true", "fsdp_offload_params: false",
+                               "fsdp_auto_wrap_policy: SIZE_BASED_WRAP", "fsdp_auto_wrap_policy: NO_WRAP",
+                               "fsdp_min_num_params: 1000", "fsdp_reshard_after_forward: false",
+                               "fsdp_cpu_ram_efficient_loading: true", "fsdp_activation_checkpointing: true",
+                               "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"])
+_TRAINER_CONFIG = st.dictionaries(st.sampled_from(["cpu_offload", "state_dict_type", "auto_wrap_policy",
+                                                   "activation_checkpointing", "reshard_after_forward",
+                                                   "cpu_ram_efficient_loading"]),
+                                  st.sampled_from([True, False, "SHARDED_STATE_DICT", "FULL_STATE_DICT",
+                                                   "SIZE_BASED_WRAP", "NO_WRAP"]), max_size=3)
+
+
+@settings(max_examples=int(os.environ.get("DSCONFIG_TRAINER_FSDP_EXAMPLES", "300")) // 10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(lines=st.lists(_YAML_LINES, max_size=4, unique_by=lambda line: line.split(":")[0]), config=_TRAINER_CONFIG)
+def test_generated_yaml(lines, config, tmp_path):
+    _compare_yaml("\n".join(["fsdp_version: 2", *lines]), {"fsdp": True, "fsdp_config": config}, tmp_path)
