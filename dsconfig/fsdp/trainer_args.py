@@ -109,6 +109,10 @@ def replay(args: dict, where: Callable[[str], str] = lambda key: pointer_join("/
                                         ", so the Trainer never reads fsdp_config: FSDP stays off (set \"fsdp\": true "
                                         "to use it)", "/fsdp_config", fails_in=SILENT, on_key=True))
             return Replay(None, {}, findings, bool(checkpointing))
+        if isinstance(config, str):  # its keys are in another file: findings name it, at the path's value
+            named = config
+            where = lambda key: "/fsdp_config"  # noqa: E731
+            first = len(findings)
         config = _loaded(config, read_config)
         config, written = _stripped(config, where, findings)
         if isinstance(fsdp, (str, list)):
@@ -139,6 +143,9 @@ def replay(args: dict, where: Callable[[str], str] = lambda key: pointer_join("/
         from ..rules.files import REFERENCE_NOT_FOLLOWED
         findings.append(Finding(REFERENCE_NOT_FOLLOWED, str(error), "/fsdp_config"))
         return Replay(None, {}, findings, bool(checkpointing))
+    if isinstance(args.get("fsdp_config"), str) and not args["fsdp_config"].startswith("{"):
+        for finding in findings[first:]:
+            finding.message = f"in {named}: {finding.message}"
     return Replay(kwargs, config, findings, bool(checkpointing))
 
 
