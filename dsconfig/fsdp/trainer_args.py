@@ -21,7 +21,10 @@ from typing import Callable, NamedTuple
 from ..findings import Finding
 from ..phases import INITIALIZE, SILENT
 from ..pointers import pointer_join
-from ..rules import trainer_fsdp as rules
+from ..rules.trainer_fsdp import (TRAINER_CHECKPOINTING_CONFLICT, TRAINER_FSDP1_ONLY_KEY,
+                                   TRAINER_FSDP_CONFIG_UNUSED, TRAINER_FSDP_ERROR, TRAINER_FSDP_IGNORED_KEY,
+                                   TRAINER_FSDP_TRUTHY_STRING, TRAINER_FSDP_WARNING, TRAINER_FSDP_WITH_DEEPSPEED,
+                                   TRAINER_FSDP_WRAP_SETTING_UNUSED, TRAINER_FSDP_XLA)
 from ..values import closest, to_json
 
 SCHEMA_FILE = "training-args.json"
@@ -91,67 +94,74 @@ def replay(args: dict, where: Callable[[str], str] = lambda key: pointer_join("/
     """The plugin kwargs and the findings for a dict of TrainingArguments values.
 
     `where(key)`: the pointer of a `fsdp_config` key as written (with its prefix). `read_config(path)`
-    returns a `fsdp_config` file's JSON value, or raises _Raised / OSError; None: such a file is not read."""
+    returns a `fsdp_config` file's JSON value, or raises _Raised or NotRead; None: such a file is not read."""
     findings: list[Finding] = []
     checkpointing = args.get("activation_checkpointing")
-    if checkpointing is None:
+    if checkpointing is None:  # __post_init__: the deprecated alias counts when the new name is unset
         checkpointing = args.get("gradient_checkpointing")
-    fsdp, config = args.get("fsdp"), args.get("fsdp_config")
     try:
-        if isinstance(config, str) and config.startswith("{"):
-            try:  # __post_init__ parses a dict field given as JSON text
-                config = json.loads(config)
-            except ValueError as error:
-                raise _Raised(f"fsdp_config is JSON text that json.loads rejects: {error}") from None
-        if not fsdp:
-            if config:
-                findings.append(Finding(rules.TRAINER_FSDP_CONFIG_UNUSED, f"fsdp is {to_json(fsdp) if 'fsdp' in args else 'not set'}"
-                                        ", so the Trainer never reads fsdp_config: FSDP stays off (set \"fsdp\": true "
-                                        "to use it)", "/fsdp_config", fails_in=SILENT, on_key=True))
-            return Replay(None, {}, findings, bool(checkpointing))
-        if isinstance(config, str):  # its keys are in another file: findings name it, at the path's value
-            named = config
-            where = lambda key: "/fsdp_config"  # noqa: E731
-            first = len(findings)
-        config = _loaded(config, read_config)
-        config, written = _stripped(config, where, findings)
-        if isinstance(fsdp, (str, list)):
-            _legacy(fsdp, config, findings)
-        if checkpointing:
-            findings.append(Finding(rules.TRAINER_FSDP_WARNING, "the Trainer warns: \"When using FSDP, prefer "
-                                    "`fsdp_config['activation_checkpointing']` (FSDP's own activation checkpointing) "
-                                    "over the `activation_checkpointing` training argument; the latter introduces a "
-                                    "redundant AllGather in the backward pass.\"", _checkpointing_key(args),
-                                    fails_in=SILENT))
-        if not config.get("xla"):
-            _ignored(config, written, where, findings)
-        kwargs = _plugin_kwargs(config, written, where, findings)
-        if kwargs is not None:
-            findings.extend(_plugin(kwargs, config, written, where))
-        if fsdp and args.get("deepspeed"):
-            findings.append(Finding(rules.TRAINER_FSDP_WITH_DEEPSPEED, "`fsdp` and `deepspeed` are both set: the Accelerator runs "
-                                    "DeepSpeed and Trainer(...) raises \"Using --fsdp xxx together with --deepspeed "
-                                    "is not possible, deactivate one of those flags.\"", "/deepspeed",
-                                    fails_in=INITIALIZE))
-        if kwargs is not None and kwargs.get("activation_checkpointing") and checkpointing:
-            findings.append(checkpointing_conflict(_checkpointing_key(args), "fsdp_config['activation_checkpointing']"))
+        kwargs, config = _process(args, bool(checkpointing), where, read_config, findings)
     except _Raised as error:
-        findings.append(Finding(rules.TRAINER_FSDP_ERROR, f"TrainingArguments(...) raises: {error}", error.pointer,
+        findings.append(Finding(TRAINER_FSDP_ERROR, f"TrainingArguments(...) raises: {error}", error.pointer,
                                 fails_in=INITIALIZE))
         return Replay(None, {}, findings, bool(checkpointing))
     except NotRead as error:
         from ..rules.files import REFERENCE_NOT_FOLLOWED
         findings.append(Finding(REFERENCE_NOT_FOLLOWED, str(error), "/fsdp_config"))
         return Replay(None, {}, findings, bool(checkpointing))
-    if isinstance(args.get("fsdp_config"), str) and not args["fsdp_config"].startswith("{"):
-        for finding in findings[first:]:
-            finding.message = f"in {named}: {finding.message}"
     return Replay(kwargs, config, findings, bool(checkpointing))
+
+
+def _process(args: dict, checkpointing: bool, where, read_config, findings: list[Finding]):
+    """(plugin kwargs or None, fsdp_config as processed); raises _Raised where TrainingArguments raises."""
+    fsdp, config = args.get("fsdp"), args.get("fsdp_config")
+    if isinstance(config, str) and config.startswith("{"):
+        try:  # __post_init__ parses a dict field given as JSON text
+            config = json.loads(config)
+        except ValueError as error:
+            raise _Raised(f"fsdp_config is JSON text that json.loads rejects: {error}") from None
+    if not fsdp:
+        if config:
+            state = to_json(fsdp) if "fsdp" in args else "not set"
+            findings.append(Finding(TRAINER_FSDP_CONFIG_UNUSED, f"fsdp is {state}, so the Trainer never reads "
+                                    "fsdp_config: FSDP stays off (set \"fsdp\": true to use it)", "/fsdp_config",
+                                    fails_in=SILENT, on_key=True))
+        return None, {}
+    if isinstance(config, str):  # the keys are in another file: its findings name it, at the path's value
+        own: list[Finding] = []
+        kwargs, config = _process(dict(args, fsdp_config=_loaded(config, read_config)), checkpointing,
+                                  lambda key: "/fsdp_config", read_config, own)
+        for finding in own:
+            if finding.pointer == "/fsdp_config":
+                finding.message = f"in {args['fsdp_config']}: {finding.message}"
+        findings.extend(own)
+        return kwargs, config
+    config, written = _stripped(_loaded(config, read_config), where, findings)
+    if isinstance(fsdp, (str, list)):
+        _legacy(fsdp, config, findings)
+    if checkpointing:
+        findings.append(Finding(TRAINER_FSDP_WARNING, "the Trainer warns: \"When using FSDP, prefer "
+                                "`fsdp_config['activation_checkpointing']` (FSDP's own activation checkpointing) over "
+                                "the `activation_checkpointing` training argument; the latter introduces a redundant "
+                                "AllGather in the backward pass.\"", _checkpointing_key(args), fails_in=SILENT))
+    if not config.get("xla"):
+        _ignored(config, written, where, findings)
+    kwargs = _plugin_kwargs(config, written, where, findings)
+    if kwargs is not None:
+        findings.extend(_plugin(kwargs, config, written, where))
+    if args.get("deepspeed"):
+        findings.append(Finding(TRAINER_FSDP_WITH_DEEPSPEED, "`fsdp` and `deepspeed` are both set: the "
+                                "Accelerator runs DeepSpeed and Trainer(...) raises \"Using --fsdp xxx together with "
+                                "--deepspeed is not possible, deactivate one of those flags.\"", "/deepspeed",
+                                fails_in=INITIALIZE))
+    if kwargs is not None and kwargs.get("activation_checkpointing") and checkpointing:
+        findings.append(checkpointing_conflict(_checkpointing_key(args), "fsdp_config['activation_checkpointing']"))
+    return kwargs, config
 
 
 def checkpointing_conflict(pointer: str, fsdp_side: str) -> Finding:
     """ACC045: Trainer.create_accelerator_and_postprocess raises when both checkpointings are on."""
-    return Finding(rules.TRAINER_CHECKPOINTING_CONFLICT, f"activation checkpointing twice: the training argument and "
+    return Finding(TRAINER_CHECKPOINTING_CONFLICT, f"activation checkpointing twice: the training argument and "
                    f"{fsdp_side}; Trainer(...) raises ValueError: \"`fsdp_config['activation_checkpointing']` (FSDP's "
                    "own activation checkpointing) and the `activation_checkpointing` training argument can't both be "
                    "set to True. Use FSDP's activation checkpointing when using FSDP.\"", pointer, fails_in=INITIALIZE)
@@ -199,7 +209,7 @@ def _stripped(config: dict, where, findings: list[Finding]) -> tuple[dict, dict[
     for key in list(config):
         if key.startswith("fsdp_"):
             if key[5:] in config:
-                findings.append(Finding(rules.TRAINER_FSDP_IGNORED_KEY, f"`{written[key[5:]]}` is replaced by `{key}`: "
+                findings.append(Finding(TRAINER_FSDP_IGNORED_KEY, f"`{written[key[5:]]}` is replaced by `{key}`: "
                                         "the Trainer strips the fsdp_ prefix and the prefixed key's value wins",
                                         where(written[key[5:]]), fails_in=SILENT, on_key=True))
             config[key[5:]] = config.pop(key)
@@ -210,7 +220,7 @@ def _stripped(config: dict, where, findings: list[Finding]) -> tuple[dict, dict[
 def _legacy(fsdp, config: dict, findings: list[Finding]) -> None:
     """_apply_legacy_fsdp_to_config: the words of a string or list `fsdp` become fsdp_config entries."""
     kind = "a string" if isinstance(fsdp, str) else "a list"
-    findings.append(Finding(rules.TRAINER_FSDP_WARNING, f"`fsdp` is {kind} ({to_json(fsdp)[:60]}): deprecated, the Trainer "
+    findings.append(Finding(TRAINER_FSDP_WARNING, f"`fsdp` is {kind} ({to_json(fsdp)[:60]}): deprecated, the Trainer "
                             f"warns \"Passing `fsdp` as {kind} is deprecated and will be removed in Transformers "
                             "v5.20. Use `fsdp=True` and configure everything via `fsdp_config` instead.\"", "/fsdp",
                             fails_in=SILENT))
@@ -227,7 +237,8 @@ def _legacy(fsdp, config: dict, findings: list[Finding]) -> None:
                 config.setdefault("reshard_after_forward", item == "full_shard")
             else:
                 raise _Raised(f"`fsdp={item}` is only available with FSDP1. Set `fsdp_config['version'] = 1` to use "
-                              "it, but note that FSDP1 is deprecated and will be removed in Transformers v5.20.", "/fsdp")
+                              "it, but note that FSDP1 is deprecated and will be removed in Transformers v5.20.",
+                              "/fsdp")
         elif item == "offload":
             config.setdefault("cpu_offload", True)
         elif item != "auto_wrap":
@@ -251,7 +262,7 @@ def _ignored(config: dict, written: dict, where, findings: list[Finding]) -> Non
         if key in read or (key in fsdp1_only and version != 2):
             continue
         if key in fsdp1_only:
-            findings.append(Finding(rules.TRAINER_FSDP1_ONLY_KEY, f"`{shown}` is read only for FSDP1, and this is FSDP2 "
+            findings.append(Finding(TRAINER_FSDP1_ONLY_KEY, f"`{shown}` is read only for FSDP1, and this is FSDP2 "
                                     f"({'the default' if 'version' not in config else 'version 2'}): the Trainer "
                                     "ignores it", where(shown), fails_in=SILENT, on_key=True))
             continue
@@ -263,8 +274,9 @@ def _ignored(config: dict, written: dict, where, findings: list[Finding]) -> Non
         else:
             near = closest(key, read | fsdp1_only, 0.75)
             hint = f"did you mean `{near}`?" if near else "the Trainer reads " + ", ".join(sorted(read | fsdp1_only))
-        findings.append(Finding(rules.TRAINER_FSDP_IGNORED_KEY, f"`{shown}` is not a key the Trainer reads from fsdp_config: it is "
-                                f"silently dropped; {hint}", where(shown), fails_in=SILENT, on_key=True))
+        findings.append(Finding(TRAINER_FSDP_IGNORED_KEY, f"`{shown}` is not a key the Trainer reads from "
+                                f"fsdp_config: it is silently dropped; {hint}", where(shown), fails_in=SILENT,
+                                on_key=True))
 
 
 def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) -> dict | None:
@@ -283,25 +295,28 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
     for key in _TRUTHY_TESTED:
         value = config.get(key)
         if isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS[6:] + ("",) and value:
-            findings.append(Finding(rules.TRAINER_FSDP_TRUTHY_STRING, f"`{written.get(key, key)}` is the string {to_json(value)}, "
-                                    "and the Trainer tests it with `if`: any non-empty string is true, so this turns "
-                                    f"{key} ON; write false", where(written.get(key, key)), fails_in=SILENT))
+            shown = written.get(key, key)
+            findings.append(Finding(TRAINER_FSDP_TRUTHY_STRING, f"`{shown}` is the string {to_json(value)}, and the "
+                                    "Trainer tests it with `if`: any non-empty string is true, so this turns "
+                                    f"{key} ON; write false", where(shown), fails_in=SILENT))
     if config.get("xla"):
-        findings.append(Finding(rules.TRAINER_FSDP_XLA, "`xla` is on: the Trainer takes the PyTorch/XLA FSDP path (TPU, needs "
-                                "torch_xla), builds no Accelerate FSDP plugin and ignores the other fsdp_config keys",
+        findings.append(Finding(TRAINER_FSDP_XLA, "`xla` is on: the Trainer takes the PyTorch/XLA FSDP path (TPU, "
+                                "needs torch_xla), builds no Accelerate FSDP plugin and ignores the other fsdp_config "
+                                "keys",
                                 where(written.get("xla", "xla")), fails_in=SILENT))
         return None
     if config.get("xla_fsdp_v2"):
-        findings.append(Finding(rules.TRAINER_FSDP_XLA, "`xla_fsdp_v2` is on without `xla`: Trainer(...) raises \"FSDPv2 "
+        findings.append(Finding(TRAINER_FSDP_XLA, "`xla_fsdp_v2` is on without `xla`: Trainer(...) raises \"FSDPv2 "
                                 "requires `torch_xla` 2.2 or higher.\" wherever torch_xla is not installed (any GPU "
                                 "machine)", where(written.get("xla_fsdp_v2")), fails_in=INITIALIZE))
     if config.get("xla_fsdp_grad_ckpt"):
-        findings.append(Finding(rules.TRAINER_FSDP_WARNING, "the Trainer warns \"`--xla_fsdp_grad_ckpt` is useful only when "
+        findings.append(Finding(TRAINER_FSDP_WARNING, "the Trainer warns \"`--xla_fsdp_grad_ckpt` is useful only when "
                                 "`--xla` is set to true.\" and ignores it", where(written.get("xla_fsdp_grad_ckpt")),
                                 fails_in=SILENT))
     if "xla_fsdp_settings" in config:
-        findings.append(Finding(rules.TRAINER_FSDP_IGNORED_KEY, "`xla_fsdp_settings` is read only on the XLA path (`xla` on): "
-                                "silently dropped", where(written["xla_fsdp_settings"]), fails_in=SILENT, on_key=True))
+        findings.append(Finding(TRAINER_FSDP_IGNORED_KEY, "`xla_fsdp_settings` is read only on the XLA path (`xla` "
+                                "on): silently dropped", where(written["xla_fsdp_settings"]), fails_in=SILENT,
+                                on_key=True))
     version = _int(config.get("version", 2), "version", at("version"))
     kwargs: dict = {"fsdp_version": version}
     if config.get("cpu_offload", False):
@@ -319,7 +334,7 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
         if minimum > 0:
             kwargs["min_num_params"] = minimum
     elif "min_num_params" in written:
-        findings.append(Finding(rules.TRAINER_FSDP_WRAP_SETTING_UNUSED, f"`{written['min_num_params']}` is read only with "
+        findings.append(Finding(TRAINER_FSDP_WRAP_SETTING_UNUSED, f"`{written['min_num_params']}` is read only with "
                                 f"auto_wrap_policy SIZE_BASED_WRAP, and the policy is {policy}"
                                 f"{'' if 'auto_wrap_policy' in config else ' (the default)'}: ignored",
                                 where(written["min_num_params"]), fails_in=SILENT, on_key=True))
@@ -331,7 +346,7 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
         kwargs["transformer_cls_names_to_wrap"] = ",".join(classes)
     elif classes is not None:
         shown = written.get("transformer_layer_cls_to_wrap")
-        findings.append(Finding(rules.TRAINER_FSDP_WRAP_SETTING_UNUSED, f"`{shown}` is read only with auto_wrap_policy "
+        findings.append(Finding(TRAINER_FSDP_WRAP_SETTING_UNUSED, f"`{shown}` is read only with auto_wrap_policy "
                                 f"TRANSFORMER_BASED_WRAP, and the policy is {policy}: ignored", where(shown),
                                 fails_in=SILENT, on_key=True))
     kwargs["cpu_ram_efficient_loading"] = flag("cpu_ram_efficient_loading", "false")
@@ -341,7 +356,7 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
     if version == 2:
         kwargs["reshard_after_forward"] = flag("reshard_after_forward", True)
         return kwargs
-    findings.append(Finding(rules.TRAINER_FSDP_WARNING, "FSDP1: the Trainer warns \"FSDP1 (`fsdp_config['version'] = 1`) is "
+    findings.append(Finding(TRAINER_FSDP_WARNING, "FSDP1: the Trainer warns \"FSDP1 (`fsdp_config['version'] = 1`) is "
                             "deprecated and will be removed in Transformers v5.20. Please migrate to FSDP2 by setting "
                             "`fsdp_config['version'] = 2` (the default).\"", at("version"), fails_in=SILENT))
     kwargs["reshard_after_forward"] = str(config.get("reshard_after_forward", "full_shard")).lower()
@@ -412,16 +427,16 @@ def yaml_conflicts(yaml_value: dict, args: dict) -> list[Finding]:
     kind = yaml_value.get("distributed_type")
     trainer = replay(args)
     if kind == "DEEPSPEED" and trainer.kwargs is not None:
-        return [Finding(rules.TRAINER_FSDP_WITH_DEEPSPEED, "this YAML launches DeepSpeed and the training arguments turn on `fsdp`: "
-                        "the Accelerator runs DeepSpeed and Trainer(...) raises \"Using --fsdp xxx together with "
-                        "--deepspeed is not possible, deactivate one of those flags.\"", "/distributed_type",
+        return [Finding(TRAINER_FSDP_WITH_DEEPSPEED, "this YAML launches DeepSpeed and the training arguments turn on "
+                        "`fsdp`: the Accelerator runs DeepSpeed and Trainer(...) raises \"Using --fsdp xxx together "
+                        "with --deepspeed is not possible, deactivate one of those flags.\"", "/distributed_type",
                         fails_in=INITIALIZE)]
     if kind != "FSDP":
         return []
     if args.get("deepspeed") and not args.get("fsdp"):
-        return [Finding(rules.TRAINER_FSDP_WITH_DEEPSPEED, "this YAML launches FSDP but the training arguments name a `deepspeed` "
-                        "config: the Accelerator gets a DeepSpeed plugin, which wins, and fsdp_config is silently "
-                        "ignored", "/distributed_type", fails_in=SILENT)]
+        return [Finding(TRAINER_FSDP_WITH_DEEPSPEED, "this YAML launches FSDP but the training arguments name a "
+                        "`deepspeed` config: the Accelerator gets a DeepSpeed plugin, which wins, and fsdp_config is "
+                        "silently ignored", "/distributed_type", fails_in=SILENT)]
     section = yaml_value.get("fsdp_config")
     section = section if isinstance(section, dict) else {}
     prefixed = {(key if key.startswith("fsdp_") else "fsdp_" + key): key for key in section if isinstance(key, str)}
@@ -437,7 +452,7 @@ def yaml_conflicts(yaml_value: dict, args: dict) -> list[Finding]:
     for name, key in prefixed.items():
         field_name = _YAML_FIELDS.get(name)
         if field_name in trainer.kwargs and not _same(section[key], trainer.kwargs[field_name]):
-            findings.append(Finding(rules.TRAINER_FSDP_WARNING, f"`{key}: {to_json(section[key])}` is replaced by the "
+            findings.append(Finding(TRAINER_FSDP_WARNING, f"`{key}: {to_json(section[key])}` is replaced by the "
                                     f"Trainer's {field_name}={to_json(trainer.kwargs[field_name])} from the training "
                                     "arguments' fsdp_config: the Trainer builds the FSDP plugin itself and this YAML "
                                     "only fills what it leaves unset", pointer_join("/fsdp_config", key),

@@ -208,7 +208,8 @@ def _replaced_fields(yaml_text: str, args: dict, folder) -> set[str] | None:
             warnings.simplefilter("ignore")
             try:  # the launcher's plugin first: TrainingArguments writes FSDP_CPU_RAM_EFFICIENT_LOADING
                 launched = accelerate_utils.FullyShardedDataParallelPlugin()
-                kwargs = transformers.TrainingArguments(output_dir=str(folder), **copy.deepcopy(args)).fsdp_plugin_args
+                built = transformers.TrainingArguments(output_dir=str(folder), **copy.deepcopy(args))
+                kwargs = built.fsdp_plugin_args
                 trainer = accelerate_utils.FullyShardedDataParallelPlugin(**dict(kwargs))
             except Exception:  # a config TrainingArguments or the plugin refuses: compared in the tests above
                 return None
@@ -222,7 +223,7 @@ YAML_CASES = [
     ("fsdp_version: 2\nfsdp_state_dict_type: SHARDED_STATE_DICT\n", {"fsdp": True}),
     ("fsdp_version: 2\nfsdp_state_dict_type: FULL_STATE_DICT\nfsdp_offload_params: true\n", {"fsdp": True}),
     ("fsdp_version: 2\nfsdp_reshard_after_forward: false\nfsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
-     "fsdp_min_num_params: 1000\n", {"fsdp": True}),
+     + "fsdp_min_num_params: 1000\n", {"fsdp": True}),
     ("fsdp_version: 2\nfsdp_cpu_ram_efficient_loading: true\nfsdp_activation_checkpointing: true\n",
      {"fsdp": True, "fsdp_config": {"cpu_ram_efficient_loading": True}}),
     ("fsdp_version: 2\nfsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer\n",
