@@ -53,6 +53,8 @@ class Options(NamedTuple):
     world_source: str | None = None
     # The DeepSpeed release whose behaviour is replayed (dsconfig.deepspeed.releases.SUPPORTED); None: the newest
     deepspeed_version: str | None = None
+    # --model: the model's module classes (dsconfig.accelerate.model_layers.ModelLayers), for FSDP's layer classes
+    model: object = None
 
 
 class LintResult(NamedTuple):

@@ -7,9 +7,12 @@ from dsconfig import engine, targets
 
 
 def options(**fields) -> engine.Options:
-    """engine.Options, with `target` given by name."""
+    """engine.Options, with `target` and `model` given by name."""
     if isinstance(fields.get("target"), str):
         fields["target"] = targets.BY_NAME[fields["target"]]
+    if isinstance(fields.get("model"), str):
+        from dsconfig.accelerate.model_layers import resolve
+        fields["model"] = resolve(fields["model"])
     return engine.Options(**fields)
 
 

@@ -439,6 +439,29 @@ def _big_script_walked(folder: str) -> Spec:
     return Spec(_lint("."))
 
 
+# -- FSDP (fsdp_config, lint --model) ------------------------------------------------------------------
+
+_FSDP_HEAD = (b"distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_version: 2\n"
+              b"  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n")
+
+
+def _fsdp_alias_bomb() -> bytes:
+    """Layer classes that expand to 2**25 names: the launcher's str() of it would be gigabytes."""
+    lines = [b"  fsdp_ignored_modules: &a0 [x, x]"]
+    lines += [b"  fsdp_backward_prefetch%d: &a%d [*a%d, *a%d]" % (i, i, i - 1, i - 1) for i in range(1, 25)]
+    lines.append(b"  fsdp_transformer_layer_cls_to_wrap: [*a24, *a24]")
+    return _FSDP_HEAD + b"\n".join(lines) + b"\n"
+
+
+def _model_file(data: bytes, name: str = "config.json"):
+    """--model naming a config.json next to a valid FSDP YAML."""
+    def make(folder: str) -> Spec:
+        _write(folder, "accelerate_config.yaml", _FSDP_HEAD + b"  fsdp_transformer_layer_cls_to_wrap: X\n")
+        _write(folder, name, data)
+        return Spec(_lint("accelerate_config.yaml", "--model", name))
+    return make
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -645,6 +668,25 @@ CASES = [
     Case("deepspeed-version-too-old", _file("ds_config.json", b'{"train_batch_size": 8}',
                                             "--deepspeed-version", "0.13.5"), 2,
          "DeepSpeed 0.13.5 is not supported: dsconfig replays 0.14.0 to 0.19.8"),
+    # FSDP: the launcher's str() of an alias bomb, 30,000 layer classes, numbers int() cannot read
+    Case("fsdp-layer-classes-alias-bomb", _file("accelerate_config.yaml", _fsdp_alias_bomb()), 1,
+         "ACC029 prepare() fails in every process", "accelerate_config.yaml:"),
+    Case("fsdp-30000-layer-classes-with-model",
+         _file("accelerate_config.yaml", _FSDP_HEAD + b"  fsdp_transformer_layer_cls_to_wrap: "
+               + b",".join(b"L%d" % i for i in range(30000)) + b"\n", "--model", "llama-3-8b"), 1,
+         "29999 more of the names are not in it either)", "accelerate_config.yaml:6:"),
+    Case("fsdp-version-inf", _file("accelerate_config.yaml", b"distributed_type: FSDP\nnum_processes: 2\n"
+                                   b"fsdp_config:\n  fsdp_version: .inf\n"), 1,
+         "ACC021 the FSDP plugin fails in every process: ValueError: invalid literal for int() with base 10: 'inf'",
+         "accelerate_config.yaml:4:"),
+    # --model: a name or file that gives no architecture is a one-line usage error
+    Case("fsdp-model-unknown-name", _file("accelerate_config.yaml", _FSDP_HEAD, "--model", "llama-9"), 2,
+         "--model: 'llama-9' is neither a catalog model"),
+    Case("fsdp-model-config-cut-short", _model_file(b'{"model_type": '), 2, "--model: config.json:1:16: not valid JSON"),
+    Case("fsdp-model-config-a-list", _model_file(b"[1, 2]"), 2, "--model: config.json: not a JSON object"),
+    Case("fsdp-model-config-unknown-architecture", _model_file(b'{"architectures": ["NoSuchForCausalLM"]}'), 2,
+         "no `model_type` and no known class in `architectures`"),
+    Case("fsdp-model-config-binary", _model_file(b"\xff\xfe\x00{"), 2, "--model: config.json:1:1: not UTF-8"),
     # Trainer FSDP (training arguments): a 600-deep list as an `fsdp` word, fsdp_config naming a device,
     # an infinite version, a YAML alias loop as fsdp_config
     Case("trainer-fsdp-600-deep-list", _file("training_args.json", b'{"output_dir": "o", "fsdp": ['

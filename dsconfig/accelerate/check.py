@@ -41,6 +41,7 @@ from ..rules.files import DUPLICATE_KEY, PARSE_ERROR
 from ..targets import HF_TRAINER
 from ..values import brief, closest, describe, py_str, to_json
 from . import schema
+from .fsdp import fsdp_findings
 from .launch import FALSE_WORDS, TRUE_WORDS, Replay
 
 # DeepSpeedPlugin._deepspeed_config_checks refuses these next to deepspeed_config_file.
@@ -121,7 +122,7 @@ def check_cluster(config: dict, booleans: dict, options) -> list[Finding]:
     if replay.launcher == "deepspeed":
         findings.extend(deepspeed_settings(config, replay, options))
     if config.get("distributed_type") == "FSDP":
-        findings.extend(fsdp_values(replay))
+        findings.extend(fsdp_findings(replay, getattr(options, "model", None)))
     findings.extend(yaml11_text(config, booleans, schema.CLUSTER, reported={f.pointer for f in findings}))
     return findings
 
@@ -647,26 +648,4 @@ def _stage_ignored(section: dict, stage: int) -> list[Finding]:
                                                "Zero3 Init flag is only applicable for ZeRO Stage 3. Setting it to "
                                                "False.\"",
                                 f"{base}/zero3_init_flag", fix="false"))
-    return findings
-
-
-# -- FSDP -----------------------------------------------------------------------------------
-
-
-def fsdp_values(replay: Replay) -> list[Finding]:
-    """ACC019: FSDP plugin values it cannot map to a torch enum (compared upper-cased; digits allowed)."""
-    findings = []
-    for option, prop in schema.section_options("fsdp_config").items():
-        choices = prop.get("x-accelerate-choices")
-        if not choices or option not in replay.source:
-            continue
-        value = replay.args[option]
-        text = py_str(value)
-        if value is None or text.upper() in choices or text.isdigit():
-            continue
-        guess = closest(text.upper(), choices)
-        findings.append(Finding(INVALID_SETTING, f"{option} {brief(value)} is not one of {', '.join(choices)}: the "
-                                                 "FSDP plugin fails in every process",
-                                replay.where(option), fails_in=INITIALIZE,
-                                fix=_fix(guess)))
     return findings

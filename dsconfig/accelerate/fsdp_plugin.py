@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from ..findings import Finding
 from ..phases import INITIALIZE, SILENT
 from ..rules.fsdp import (
-    CHECKPOINTING_OFFLOAD,
     FSDP1_KEY_UNDER_FSDP2,
+    FSDP2_LOCAL_STATE_DICT,
+    FSDP_CHECKPOINTING_OFFLOAD,
     FSDP_CHOICE,
     FSDP_FLAG,
-    FSDP_NUMBER,
+    FSDP_LAYER_CLASS_FORMAT,
+    FSDP_MIN_NUM_PARAMS,
     FSDP_VERSION,
-    LAYER_CLASS_FORMAT,
-    STATE_DICT_FSDP2,
 )
-from ..values import brief, closest
+from ..values import closest, py_str
 
 # accelerate.utils.constants
 SHARDING_STRATEGY_NAMES = ["FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"]
@@ -125,8 +125,8 @@ def findings_of(result: PluginReplay, where: Callable[[str], str]) -> list[Findi
                                               "and prepare() wraps the model as FSDP1; write 1 or 2",
                                 where("fsdp_version"), fails_in=SILENT))
     for field_name, rule, text in result.raised:
-        findings.append(Finding(rule, f"the FSDP plugin fails in every process: {text}", where(field_name),
-                                fails_in=INITIALIZE, fix=_fix_for(rule, field_name, text)))
+        message = text if rule is FSDP_LAYER_CLASS_FORMAT else f"the FSDP plugin fails in every process: {text}"
+        findings.append(Finding(rule, message, where(field_name), fails_in=INITIALIZE))
     for field_name, text in result.dropped:
         findings.append(Finding(FSDP1_KEY_UNDER_FSDP2, f"under FSDP2 the plugin drops {field_name}: Accelerate logs "
                                                        f"\"{text}\"{_fsdp2_form(field_name)}",
@@ -144,10 +144,6 @@ _FSDP2_FORMS = {  # accelerate.commands.to_fsdp2's mapping
 
 def _fsdp2_form(field_name: str) -> str:
     return _FSDP2_FORMS.get(field_name, "")
-
-
-def _fix_for(rule, field_name: str, text: str) -> str | None:
-    return None
 
 
 class _Plugin:
@@ -214,9 +210,10 @@ class _Plugin:
         if version == 1:
             if strategy is None:
                 strategy = self.getenv("FSDP_SHARDING_STRATEGY", "FULL_SHARD")
-            strategy = self.step(FSDP_CHOICE, "sharding_strategy", lambda: _to_enum(strategy, ShardingStrategy,
-                                                                                     SHARDING_STRATEGY_NAMES),
-                                 ShardingStrategy.FULL_SHARD)
+            if isinstance(strategy, str):  # anything else is passed on to torch as given
+                strategy = self.step(FSDP_CHOICE, "sharding_strategy",
+                                     lambda: _to_enum(strategy, ShardingStrategy, SHARDING_STRATEGY_NAMES),
+                                     ShardingStrategy.FULL_SHARD)
         values["sharding_strategy"] = strategy
         reshard = self.get("reshard_after_forward")
         if reshard is None and strategy is None:
@@ -289,7 +286,7 @@ class _Plugin:
                 return StateDictType(int(kind)) if kind.isdigit() else StateDictType[kind.upper()]
             kind = self.step(FSDP_CHOICE, "state_dict_type", member)
         if self.version == 2 and kind == StateDictType.LOCAL_STATE_DICT:
-            self.fail("state_dict_type", STATE_DICT_FSDP2, "ValueError: FSDP2 does not support "
+            self.fail("state_dict_type", FSDP2_LOCAL_STATE_DICT, "ValueError: FSDP2 does not support "
                                        "LOCAL_STATE_DICT. Please set `fsdp_state_dict_type` to `SHARDED_STATE_DICT` "
                                        "or `FULL_STATE_DICT`.")
         self.result.values["state_dict_type"] = kind.name if isinstance(kind, StateDictType) else None
@@ -316,10 +313,10 @@ class _Plugin:
                 self._layer_names(names)
             elif policy == "SIZE_BASED_WRAP":
                 if min_params is None:
-                    min_params = self.step(FSDP_NUMBER, "min_num_params",
+                    min_params = self.step(FSDP_MIN_NUM_PARAMS, "min_num_params",
                                            lambda: int(self.getenv("FSDP_MIN_NUM_PARAMS", 0)))
                 elif not isinstance(min_params, int):
-                    self.fail("min_num_params", FSDP_NUMBER, f"ValueError: `min_num_params` must be "
+                    self.fail("min_num_params", FSDP_MIN_NUM_PARAMS, f"ValueError: `min_num_params` must be "
                                                f"an integer. Got {_py(min_params)} of type {type(min_params)}")
                     min_params = None
             elif policy == "NO_WRAP":
@@ -327,14 +324,15 @@ class _Plugin:
         values.update(auto_wrap_policy=policy, transformer_cls_names_to_wrap=names, min_num_params=min_params)
 
     def _layer_names(self, names) -> None:
-        """set_auto_wrap_policy (in prepare()): each name must be a class of the model."""
+        """set_auto_wrap_policy (in prepare()): each name must be a class of the model; it stops at the first."""
         if names is None:
             return  # the model's _no_split_modules are wrapped
-        for name in names:
-            if not isinstance(name, str) or not name.isidentifier():
-                self.fail("transformer_cls_names_to_wrap", LAYER_CLASS_FORMAT,
-                                           f"prepare() fails with \"ValueError: Could not find the transformer layer "
-                                           f"class {_py(name)} in the model.\": {_why_not_a_class(name)}")
+        bad = [name for name in names if not isinstance(name, str) or not name.isidentifier()]
+        if bad:
+            more = f" ({len(bad) - 1} more names are not class names either)" if len(bad) > 1 else ""
+            self.fail("transformer_cls_names_to_wrap", FSDP_LAYER_CLASS_FORMAT,
+                      f"prepare() fails in every process with \"ValueError: Could not find the transformer layer "
+                      f"class {_py(bad[0])} in the model.\": {_why_not_a_class(bad[0])}{more}")
 
     def _fsdp1_flags(self) -> None:
         """use_orig_params, sync_module_states, forward_prefetch: read for FSDP1, dropped or refused in FSDP2."""
@@ -371,11 +369,11 @@ class _Plugin:
                 value = self.step(FSDP_FLAG, name, lambda v=variable: str_to_bool(self.getenv(v, "False")) == 1, False)
             values[name] = value
         if values["activation_checkpointing_offload"] and not values["activation_checkpointing"]:
-            self.fail("activation_checkpointing_offload", CHECKPOINTING_OFFLOAD, "ValueError: "
+            self.fail("activation_checkpointing_offload", FSDP_CHECKPOINTING_OFFLOAD, "ValueError: "
                                        "`activation_checkpointing_offload=True` requires "
                                        "`activation_checkpointing=True`.")
         elif values["activation_checkpointing_offload"] and self.version != 2:
-            self.fail("activation_checkpointing_offload", CHECKPOINTING_OFFLOAD, "ValueError: "
+            self.fail("activation_checkpointing_offload", FSDP_CHECKPOINTING_OFFLOAD, "ValueError: "
                                        "`activation_checkpointing_offload=True` requires `fsdp_version=2`.")
 
     def _loading(self) -> None:
@@ -440,7 +438,7 @@ def _why_not_a_class(name) -> str:
 
 def _py(value) -> str:
     """str(value) as an f-string writes it, cut for a message."""
-    text = str(value) if not isinstance(value, (dict, list)) else brief(value)
+    text = py_str(value, 200)
     return text if len(text) <= 200 else text[:200] + "..."
 
 

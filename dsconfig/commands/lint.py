@@ -128,6 +128,10 @@ def _check_output(output_file: str | None, force: bool) -> None:
               help="How the training loop iterates the data, for steps per epoch (with --dataset-size).")
 @click.option("--batchnorm", is_flag=True, default=None,
               help="The model has BatchNorm layers: one sample per device is an error, and no fix goes below 2.")
+@click.option("--model", "model", metavar="NAME|config.json",
+              help="The model an Accelerate FSDP config trains (a catalog name as for `dsconfig estimate --model`, "
+                   "or a Hugging Face config.json): fsdp_transformer_layer_cls_to_wrap must name its classes, and "
+                   "FULL_STATE_DICT findings give its size.")
 @click.option("--batch-key", "batch_keys", multiple=True, metavar="POINTER=per-device|global",
               help="Whether a training config's batch key is per device or global (e.g. /data/train_bs=global).")
 @click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
@@ -165,7 +169,7 @@ def _check_output(output_file: str | None, force: bool) -> None:
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
 def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, deepspeed_version, framework, batchnorm,
-         batch_keys,
+         model, batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
          apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
@@ -187,6 +191,8 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
                       max_file_size, stdin_filename, allow_read)
     inputs = inputs._replace(options=_training_options(inputs.options, selection.settings, framework, batchnorm,
                                                        batch_keys))
+    if model is not None:
+        inputs = inputs._replace(options=inputs.options._replace(model=_model_layers(model)))
     release = choose_release(deepspeed_version, selection.settings, inputs.paths)
     if release.version == "all":
         from .releases_table import lint_all_releases
@@ -277,6 +283,15 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
                              gpus=gpus, nodes=nodes, training_args=args, dataset_size=dataset_size,
                              sources=sources or None, max_bytes=max_bytes)
     return Inputs(options, paths, virtual, stdin_text, tuple(allow_read))
+
+
+def _model_layers(text: str):
+    """--model: the model's module classes; a name or file that gives none is a one-line usage error."""
+    from ..accelerate.model_layers import ModelProblem, resolve
+    try:
+        return resolve(text)
+    except ModelProblem as error:
+        _fail(escape.characters(str(error)))
 
 
 def choose_release(explicit, settings, paths):

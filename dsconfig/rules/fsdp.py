@@ -78,7 +78,7 @@ FSDP_FLAG = Rule(
     fix="Write `true` or `false`; FSDP2 spells the sharding strategy as `reshard_after_forward: true|false`.",
 )
 
-FSDP_NUMBER = Rule(
+FSDP_MIN_NUM_PARAMS = Rule(
     "ACC024", "fsdp-min-num-params", ERROR,
     summary="fsdp_min_num_params is not a whole number",
     what="Reports an `fsdp_min_num_params` that `int()` cannot read when the wrap policy is SIZE_BASED_WRAP.",
@@ -127,10 +127,12 @@ FSDP1_KEY_UNDER_FSDP2 = Rule(
 FSDP2_KEY_UNDER_FSDP1 = Rule(
     "ACC026", "fsdp2-key-under-fsdp1", WARNING,
     summary="An FSDP2 setting under fsdp_version 1 (the default); the plugin ignores it",
-    what="""Reports `fsdp_reshard_after_forward` as a boolean, or next to `fsdp_sharding_strategy`, under FSDP1
-    (`fsdp_version` missing means 1).""",
-    why="""FSDP1 takes its strategy from `fsdp_sharding_strategy` (FULL_SHARD when absent): `fsdp_reshard_after_forward:
-    false` written for FSDP2 is silently ignored and the model trains fully sharded.""",
+    what="""Reports `fsdp_reshard_after_forward` under FSDP1 (`fsdp_version` missing means 1), whether a boolean
+    written for FSDP2 or a strategy name.""",
+    why="""The 1.15 plugin takes FSDP1's strategy from `fsdp_sharding_strategy` alone (the launcher always exports it,
+    FULL_SHARD when absent) and never reads `fsdp_reshard_after_forward`: `false` written for FSDP2, and even the
+    `fsdp_reshard_after_forward: SHARD_GRAD_OP` that `accelerate config` itself writes for FSDP1, are silently
+    ignored and the model trains fully sharded.""",
     fails_in=(SILENT,),
     failing=acc(FSDP + """
         fsdp_config:
@@ -141,10 +143,10 @@ FSDP2_KEY_UNDER_FSDP1 = Rule(
           fsdp_version: 2
           fsdp_reshard_after_forward: false
         """),
-    fix="Set `fsdp_version: 2`, or write the FSDP1 `fsdp_sharding_strategy` instead.",
+    fix="Set `fsdp_version: 2` (with a boolean), or write the strategy as `fsdp_sharding_strategy` for FSDP1.",
 )
 
-CHECKPOINTING_OFFLOAD = Rule(
+FSDP_CHECKPOINTING_OFFLOAD = Rule(
     "ACC027", "fsdp-checkpointing-offload", ERROR,
     summary="activation_checkpointing_offload without activation_checkpointing, or under FSDP1",
     what="""Reports `fsdp_activation_checkpointing_offload: true` without `fsdp_activation_checkpointing: true`, or
@@ -166,7 +168,7 @@ CHECKPOINTING_OFFLOAD = Rule(
     fix="Turn on `fsdp_activation_checkpointing` (and use `fsdp_version: 2`), or remove the offload.",
 )
 
-STATE_DICT_FSDP2 = Rule(
+FSDP2_LOCAL_STATE_DICT = Rule(
     "ACC028", "fsdp2-local-state-dict", ERROR,
     summary="LOCAL_STATE_DICT under FSDP2",
     what="Reports `fsdp_state_dict_type: LOCAL_STATE_DICT` (or 2) with `fsdp_version: 2`.",
@@ -187,7 +189,7 @@ STATE_DICT_FSDP2 = Rule(
     autofix=Autofix(UNSAFE, "The checkpoint format changes."),
 )
 
-LAYER_CLASS_FORMAT = Rule(
+FSDP_LAYER_CLASS_FORMAT = Rule(
     "ACC029", "fsdp-layer-class-format", ERROR,
     summary="fsdp_transformer_layer_cls_to_wrap is not a comma-separated list of class names",
     what="""Reports a `fsdp_transformer_layer_cls_to_wrap` that is a YAML list, or whose comma-separated names
@@ -212,7 +214,7 @@ LAYER_CLASS_FORMAT = Rule(
     autofix=Autofix(UNSAFE, "The names are re-joined with commas; check that they are the classes you meant."),
 )
 
-LAYER_CLASS_MISSING = Rule(
+FSDP_LAYER_CLASS_MISSING = Rule(
     "ACC030", "fsdp-layer-class-missing", ERROR,
     summary="A class in fsdp_transformer_layer_cls_to_wrap is not in the model given with --model",
     what="""With `--model` (a catalog name such as `llama-3-8b`, or a Hugging Face `config.json`), reports a
@@ -238,7 +240,7 @@ LAYER_CLASS_MISSING = Rule(
     autofix=Autofix(UNSAFE, "The replacement is the architecture's layer class; check it is the one to wrap."),
 )
 
-WRAP_SETTING_UNUSED = Rule(
+FSDP_WRAP_SETTING_UNUSED = Rule(
     "ACC031", "fsdp-wrap-setting-unused", WARNING,
     summary="A wrap setting the chosen auto_wrap_policy ignores, or SIZE_BASED_WRAP that wraps nothing",
     what="""Reports `fsdp_transformer_layer_cls_to_wrap` without TRANSFORMER_BASED_WRAP, `fsdp_min_num_params`
@@ -262,7 +264,7 @@ WRAP_SETTING_UNUSED = Rule(
     fix="Choose the policy the setting belongs to, or remove the setting.",
 )
 
-FLAT_PARAMS_PEFT = Rule(
+FSDP1_USE_ORIG_PARAMS_FALSE = Rule(
     "ACC032", "fsdp1-use-orig-params-false", WARNING,
     summary="FSDP1 with use_orig_params false: fails with frozen and trainable parameters in one unit (PEFT)",
     what="Reports `fsdp_use_orig_params: false` under FSDP1.",
@@ -283,7 +285,7 @@ FLAT_PARAMS_PEFT = Rule(
     fix="Set `fsdp_use_orig_params: true` (or move to `fsdp_version: 2`, which always keeps the original parameters).",
 )
 
-FULL_STATE_DICT = Rule(
+FSDP_FULL_STATE_DICT = Rule(
     "ACC033", "fsdp-full-state-dict", INFO,
     summary="FULL_STATE_DICT gathers the whole model on rank 0 at every save",
     what="""Reports the FULL_STATE_DICT state dict type (written, or FSDP1's default), with the size gathered when
@@ -305,7 +307,7 @@ FULL_STATE_DICT = Rule(
     fix="Use SHARDED_STATE_DICT for training checkpoints; gather a full model once at the end.",
 )
 
-USE_CPU_IGNORED = Rule(
+FSDP_USE_CPU_IGNORED = Rule(
     "ACC034", "fsdp-use-cpu-ignored", WARNING,
     summary="use_cpu with distributed_type FSDP; the FSDP launcher ignores it",
     what="Reports `use_cpu: true` in an FSDP config.",
@@ -326,7 +328,7 @@ USE_CPU_IGNORED = Rule(
 )
 
 RULES = (
-    FSDP_VERSION, FSDP_CHOICE, FSDP_FLAG, FSDP_NUMBER, FSDP1_KEY_UNDER_FSDP2, FSDP2_KEY_UNDER_FSDP1,
-    CHECKPOINTING_OFFLOAD, STATE_DICT_FSDP2, LAYER_CLASS_FORMAT, LAYER_CLASS_MISSING, WRAP_SETTING_UNUSED,
-    FLAT_PARAMS_PEFT, FULL_STATE_DICT, USE_CPU_IGNORED,
+    FSDP_VERSION, FSDP_CHOICE, FSDP_FLAG, FSDP_MIN_NUM_PARAMS, FSDP1_KEY_UNDER_FSDP2, FSDP2_KEY_UNDER_FSDP1,
+    FSDP_CHECKPOINTING_OFFLOAD, FSDP2_LOCAL_STATE_DICT, FSDP_LAYER_CLASS_FORMAT, FSDP_LAYER_CLASS_MISSING, FSDP_WRAP_SETTING_UNUSED,
+    FSDP1_USE_ORIG_PARAMS_FALSE, FSDP_FULL_STATE_DICT, FSDP_USE_CPU_IGNORED,
 )

@@ -85,7 +85,7 @@ class Example(NamedTuple):
     files: tuple[tuple[str, str], ...]  # (relative path, text), shown in this order
     lint: tuple[str, ...]  # the paths given to `dsconfig lint`
     # lint options: target (a name), world_sizes, gpus, nodes, training_args (a dict), dataset_size, framework,
-    # batchnorm, batch_keys, max_bytes
+    # batchnorm, batch_keys, max_bytes, model (a --model name)
     options: dict
     note: str = ""
     links: tuple[tuple[str, str], ...] = ()  # (relative path, where that symbolic link points)
@@ -112,6 +112,8 @@ class Example(NamedTuple):
             words.append("--batchnorm")
         for pointer, kind in options.get("batch_keys", ()):
             words += ["--batch-key", f"{pointer}={kind}"]
+        if options.get("model"):
+            words += ["--model", options["model"]]
         if options.get("max_bytes"):
             words += ["--max-file-size", str(options["max_bytes"])]
         return " ".join(words)
