@@ -15,16 +15,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from ..findings import Finding
 from ..phases import INITIALIZE, SILENT
 from ..pointers import pointer_join
-from ..rules.trainer_fsdp import (TRAINER_CHECKPOINTING_CONFLICT, TRAINER_FSDP1_ONLY_KEY,
-                                   TRAINER_FSDP_CONFIG_UNUSED, TRAINER_FSDP_ERROR, TRAINER_FSDP_IGNORED_KEY,
-                                   TRAINER_FSDP_TRUTHY_STRING, TRAINER_FSDP_WARNING, TRAINER_FSDP_WITH_DEEPSPEED,
-                                   TRAINER_FSDP_WRAP_SETTING_UNUSED, TRAINER_FSDP_XLA)
+from ..rules.trainer_fsdp import (
+    TRAINER_CHECKPOINTING_CONFLICT,
+    TRAINER_FSDP1_ONLY_KEY,
+    TRAINER_FSDP_CONFIG_UNUSED,
+    TRAINER_FSDP_ERROR,
+    TRAINER_FSDP_IGNORED_KEY,
+    TRAINER_FSDP_TRUTHY_STRING,
+    TRAINER_FSDP_WARNING,
+    TRAINER_FSDP_WITH_DEEPSPEED,
+    TRAINER_FSDP_WRAP_SETTING_UNUSED,
+    TRAINER_FSDP_XLA,
+)
 from ..values import closest, to_json
 
 SCHEMA_FILE = "training-args.json"

@@ -11,8 +11,14 @@ builds it. Three phases are compared with `dsconfig.fsdp.trainer_args.replay`:
   (FSDP1's `sync_module_states` raises "no available devices" on a CPU-only machine: that is the machine,
   not the config, and counts as built);
 * ignored keys: a `fsdp_config` key is silently ignored when neither deleting it nor writing another
-  value (true, false, "maybe", 5, ["X"]) changes `fsdp_plugin_args` or makes TrainingArguments raise; dsconfig must report exactly those keys (ACC041, ACC042, ACC044). A key written both with and
-  without the `fsdp_` prefix is ignored in its unprefixed spelling (the prefixed value replaces it).
+  value (true, false, "maybe", 5, ["X"]) changes `fsdp_plugin_args` or makes TrainingArguments raise;
+  dsconfig must report exactly those keys (ACC041, ACC042, ACC044). A key written both with and without
+  the `fsdp_` prefix is ignored in its unprefixed spelling (the prefixed value replaces it);
+* YAML values replaced: with an Accelerate FSDP YAML, the plugin fields the Trainer's arguments set differ
+  from those the launcher's FSDP_* environment alone gives exactly at the YAML keys dsconfig reports (ACC049).
+
+The default run takes 300 generated argument dicts (DSCONFIG_TRAINER_FSDP_EXAMPLES) and prints the
+agreement per phase (`pytest -s`).
 """
 
 from __future__ import annotations
@@ -116,7 +122,8 @@ HAND_WRITTEN = [
     {"fsdp": True},
     {"fsdp": False, "fsdp_config": {"cpu_offload": True}},
     {"fsdp": "full_shard auto_wrap"},
-    {"fsdp": "full_shard offload auto_wrap", "fsdp_config": {"fsdp_transformer_layer_cls_to_wrap": "LlamaDecoderLayer"}},
+    {"fsdp": "full_shard offload auto_wrap",
+     "fsdp_config": {"fsdp_transformer_layer_cls_to_wrap": "LlamaDecoderLayer"}},
     {"fsdp": "hybrid_shard"},
     {"fsdp": "hybrid_shard", "fsdp_config": {"version": 1}},
     {"fsdp": "FULL_SHARD"},
@@ -187,7 +194,10 @@ def test_generated(args, tmp_path):
 
 def _launcher_env(yaml_text: str, folder) -> dict:
     """The FSDP_* environment `accelerate launch` gives the processes for this YAML (the real launcher)."""
-    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.commands.launch import (
+        _validate_launch_command,
+        launch_command_parser,
+    )
     from accelerate.utils import launch as env_builders
 
     path = folder / "accelerate_config.yaml"
