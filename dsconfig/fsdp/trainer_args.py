@@ -353,12 +353,10 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
             raise _Raised(f"`transformer_layer_cls_to_wrap` is {to_json(classes)[:60]}: \",\".join() raises "
                           "TypeError (write a class name or a list of them)", at("transformer_layer_cls_to_wrap"))
         kwargs["transformer_cls_names_to_wrap"] = ",".join(classes)
-    elif "transformer_layer_cls_to_wrap" in config:
+    elif "transformer_layer_cls_to_wrap" in config and policy != "TRANSFORMER_BASED_WRAP":  # null included
         shown = written.get("transformer_layer_cls_to_wrap")
-        why = "is null, which the Trainer passes on as no class names (the plugin then wraps the model's " \
-              "_no_split_modules)" if policy == "TRANSFORMER_BASED_WRAP" else "is read only with auto_wrap_policy " \
-              f"TRANSFORMER_BASED_WRAP, and the policy is {policy}"
-        findings.append(Finding(TRAINER_FSDP_WRAP_SETTING_UNUSED, f"`{shown}` {why}: ignored", where(shown),
+        findings.append(Finding(TRAINER_FSDP_WRAP_SETTING_UNUSED, f"`{shown}` is read only with auto_wrap_policy "
+                                f"TRANSFORMER_BASED_WRAP, and the policy is {policy}: ignored", where(shown),
                                 fails_in=SILENT, on_key=True))
     kwargs["cpu_ram_efficient_loading"] = flag("cpu_ram_efficient_loading", "false")
     kwargs["state_dict_type"] = config.get("state_dict_type", "FULL_STATE_DICT")

@@ -119,8 +119,7 @@ TRAINER_FSDP_WRAP_SETTING_UNUSED = Rule(
     "ACC044", "trainer-fsdp-wrap-setting-unused", WARNING,
     summary="min_num_params or transformer_layer_cls_to_wrap without the wrap policy that reads it",
     what="""Reports `min_num_params` when `auto_wrap_policy` is not SIZE_BASED_WRAP (the default is
-    TRANSFORMER_BASED_WRAP), and `transformer_layer_cls_to_wrap` when it is not TRANSFORMER_BASED_WRAP (or
-    the value is null, which the Trainer does not pass on).""",
+    TRANSFORMER_BASED_WRAP), and `transformer_layer_cls_to_wrap` when it is not TRANSFORMER_BASED_WRAP.""",
     why="""The Trainer passes each to the plugin only with its own policy: `min_num_params` alone wraps by the
     model's `_no_split_modules` instead of by size, without a word.""",
     fails_in=(SILENT,),
