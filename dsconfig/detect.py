@@ -77,6 +77,26 @@ def written_like_accelerate(text: str) -> bool:
     return bool(_ACCELERATE_LINE.search(text))
 
 
+# Keys only the HF Trainer's arguments hold, with the types they take there (a DeepSpeed config's
+# `activation_checkpointing` is an object, an Accelerate YAML's `fsdp_config` sits next to distributed_type).
+_TRAINER_MARKERS = {"output_dir": (str,), "per_device_train_batch_size": (int,), "fsdp": (bool, str, list),
+                    "fsdp_config": (dict, str), "deepspeed": (dict, str), "gradient_checkpointing": (bool,),
+                    "activation_checkpointing": (bool,)}
+
+
+def training_arguments(value) -> bool:
+    """Conservatively, a JSON or YAML object of HF TrainingArguments: at least three keys that are
+    TrainingArguments fields (schemas/training-args.json), one of them a Trainer marker of its type, and
+    no key only an Accelerate config has; or `fsdp` / `fsdp_config` next to `output_dir`."""
+    if not isinstance(value, dict) or any(key in value for key in _ACCELERATE_ONLY):
+        return False
+    if not any(isinstance(value.get(key), types) for key, types in _TRAINER_MARKERS.items()):
+        return False
+    from .fsdp.trainer_args import fields
+    return len(fields().intersection(value)) >= 3 or bool({"fsdp", "fsdp_config"}.intersection(value)) and \
+        isinstance(value.get("output_dir"), str)
+
+
 def classify(filename: str, value, is_yaml: bool) -> str:
     """Return "deepspeed", "accelerate" or "other" for a parsed top-level value."""
     base = filename.rsplit("/", 1)[-1]
@@ -89,8 +109,9 @@ def classify(filename: str, value, is_yaml: bool) -> str:
     accelerate_keys = sum(1 for key in value if key in _ACCELERATE_KEYS)
     if accelerate_keys >= 2 or any(key in value for key in _ACCELERATE_ONLY):
         return "accelerate"
-    # A YAML file named like a launcher config with one Accelerate key (a config missing distributed_type).
-    if is_yaml and accelerate_keys and named_like_accelerate(base):
+    # A YAML file named like a launcher config with one Accelerate key (a config missing distributed_type),
+    # unless it is Trainer arguments with their own `fsdp_config` (a recipe's config_fsdp.yaml).
+    if is_yaml and accelerate_keys and named_like_accelerate(base) and not training_arguments(value):
         return "accelerate"
     if _deepspeed_score(value, base):
         return "deepspeed"

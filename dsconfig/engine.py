@@ -654,6 +654,9 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
         if doc.kind == "accelerate":
             from .accelerate import lint_accelerate
             findings = lint_accelerate(doc, options)
+            if options.training_args is not None and doc.loaded and isinstance(doc.value, dict):
+                from .fsdp.trainer_args import yaml_conflicts  # the launch and the Trainer's own FSDP arguments
+                findings += yaml_conflicts(doc.value, options.training_args)
         elif doc.kind == "deepspeed":
             from .deepspeed.check import lint_deepspeed
             findings = lint_deepspeed(doc, options)

@@ -1,11 +1,14 @@
 """Files that are neither DeepSpeed nor Accelerate configs: a project's training config, or skipped.
 
 A JSON, YAML or TOML file holding a batch-size key is a training config and gets the checks of
-dsconfig.training.configs; anything else is skipped with a note (DS005).
+dsconfig.training.configs; a file of HF TrainingArguments also gets the Trainer's FSDP checks
+(dsconfig.fsdp.trainer_args); anything else is skipped with a note (DS005).
 """
 
 from __future__ import annotations
 
+from . import detect
+from .boundary import Boundary
 from .findings import Finding
 from .rules.files import NOT_A_CONFIG
 
@@ -24,9 +27,22 @@ def lint_other(doc, options) -> list[Finding]:
         return [Finding(NOT_A_CONFIG, f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped")]
     from .training import configs
     outcome = configs.check(value, options, fixable=doc.format != "toml")
+    trainer = _trainer_fsdp(doc, value, options) if doc.format != "toml" and detect.training_arguments(value) else None
+    if trainer is not None:
+        if outcome is None:
+            return trainer
+        doc.checked_with = outcome.used
+        return outcome.findings + trainer
     if outcome is None:
         if doc.format == "toml" and walked:
             return []  # pyproject.toml, .dsconfig.toml: a walk passes TOML without a batch size in silence
         return [Finding(NOT_A_CONFIG, "not a DeepSpeed or Accelerate config, and no batch size in it; skipped")]
     doc.checked_with = outcome.used
     return outcome.findings
+
+
+def _trainer_fsdp(doc, value: dict, options) -> list[Finding]:
+    """The Trainer's FSDP findings for a TrainingArguments file (dsconfig.fsdp.trainer_args)."""
+    from .fsdp import trainer_args
+    boundary = options.boundary or Boundary.of([doc.path])
+    return trainer_args.replay(value, read_config=trainer_args.read_config_file(boundary, doc.path)).findings

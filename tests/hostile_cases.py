@@ -741,6 +741,20 @@ CASES = [
     Case("fsdp-model-config-unknown-architecture", _model_file(b'{"architectures": ["NoSuchForCausalLM"]}'), 2,
          "no `model_type` and no known class in `architectures`"),
     Case("fsdp-model-config-binary", _model_file(b"\xff\xfe\x00{"), 2, "--model: config.json:1:1: not UTF-8"),
+    # Trainer FSDP (training arguments): a 600-deep list as an `fsdp` word, fsdp_config naming a device,
+    # an infinite version, a YAML alias loop as fsdp_config
+    Case("trainer-fsdp-600-deep-list", _file("training_args.json", b'{"output_dir": "o", "fsdp": ['
+                                             + b"[" * 600 + b"]" * 600 + b"]}"), 1,
+         "ACC040 TrainingArguments(...) raises: `fsdp` holds [[[[", "training_args.json:1:"),
+    Case("trainer-fsdp-config-dev-zero", _file("training_args.json", b'{"output_dir": "o", "fsdp": true, '
+                                               b'"fsdp_config": "/dev/zero"}'), 1,
+         "DS009 fsdp_config names /dev/zero, which dsconfig does not open", "training_args.json:1:"),
+    Case("trainer-fsdp-version-infinity", _file("training_args.json", b'{"output_dir": "o", "fsdp": true, '
+                                                b'"fsdp_config": {"version": Infinity}}'), 1,
+         "int() raises OverflowError", "training_args.json:1:"),
+    Case("trainer-fsdp-config-alias-loop", _file("training_args.yaml", b"output_dir: o\nfsdp: true\n"
+                                                 b"fsdp_config: &a {x: *a}\n"), 0,
+         "ACC041 `x` is not a key the Trainer reads", "training_args.yaml:3:"),
 ]
 
 

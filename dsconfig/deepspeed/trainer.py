@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from ..findings import Finding
+from ..fsdp.trainer_args import fields
 from ..phases import INITIALIZE, PARSE
 from ..pointers import pointer_from
 from ..rules.batch import BATCH_MISMATCH
@@ -73,29 +74,9 @@ TRAINING_ARGS_DEFAULTS = MappingProxyType({
     "dataloader_drop_last": False,
 })
 
-# Every init field of TrainingArguments 5.23.0 (checked against the real dataclass in the tests).
-TRAINING_ARGS_FIELDS = frozenset("""
-accelerator_config activation_checkpointing activation_checkpointing_kwargs adam_beta1 adam_beta2 adam_epsilon
-auto_find_batch_size average_tokens_across_devices batch_eval_metrics bf16 bf16_full_eval data_seed
-dataloader_drop_last dataloader_in_order dataloader_multiprocessing_context dataloader_num_workers
-dataloader_persistent_workers dataloader_pin_memory dataloader_prefetch_factor ddp_backend
-ddp_broadcast_buffers ddp_bucket_cap_mb ddp_find_unused_parameters ddp_static_graph ddp_timeout debug
-deepspeed disable_tqdm do_eval do_predict do_train enable_jit_checkpoint eval_accumulation_steps eval_delay
-eval_do_concat_batches eval_on_start eval_steps eval_strategy eval_use_gather_object fp16 fp16_full_eval fsdp
-fsdp_config full_determinism gradient_accumulation_steps gradient_checkpointing gradient_checkpointing_kwargs
-greater_is_better hub_always_push hub_model_id hub_private_repo hub_revision hub_strategy hub_token
-ignore_data_skip include_for_metrics include_num_input_tokens_seen label_names label_smoothing_factor
-learning_rate length_column_name liger_kernel_config load_best_model_at_end local_rank log_level
-log_level_replica log_on_each_node logging_first_step logging_nan_inf_filter logging_steps logging_strategy
-lr_scheduler_kwargs lr_scheduler_type max_grad_norm max_steps metric_for_best_model neftune_noise_alpha
-num_train_epochs optim optim_args optim_target_modules output_dir parallelism_config
-per_device_eval_batch_size per_device_train_batch_size prediction_loss_only project push_to_hub
-remove_unused_columns report_to restore_callback_states_from_checkpoint resume_from_checkpoint run_name
-save_on_each_node save_only_model save_steps save_strategy save_total_limit seed skip_memory_metrics tf32
-torch_compile torch_compile_backend torch_compile_mode torch_empty_cache_steps trackio_bucket_id
-trackio_space_id trackio_static_space_id train_sampling_strategy use_cache use_cpu use_liger_kernel
-warmup_steps weight_decay
-""".split())
+# Every init field of TrainingArguments 5.23.0: schemas/training-args.json, generated from the installed
+# transformers by scripts/build_training_args_schema.py (tests/deepspeed/test_trainer.py compares them too).
+TRAINING_ARGS_FIELDS = fields()
 
 # Keys older transformers had that 5.23 no longer accepts, with what to write instead.
 _RENAMED = {

@@ -17,6 +17,7 @@ exists when its module is in MODULES and its object is in that module's RULES:
   accelerate_launch  ACCxxx what `accelerate launch` starts, and the DeepSpeed settings it passes on
   fsdp               ACCxxx the FSDP settings of an Accelerate YAML, as FullyShardedDataParallelPlugin reads them
   scripts            DS8xx training scripts read statically (Lightning samplers, float and indivisible batches)
+  trainer_fsdp       ACC04x the HF Trainer's fsdp / fsdp_config, and their conflicts with the Accelerate YAML
 
 One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome depends on the target
 (hjson vs json.load, who fills "auto"), that shows in a finding's `fails_in`, not in its severity.
@@ -36,12 +37,13 @@ from . import (
     precision,
     scripts,
     sections,
+    trainer_fsdp,
     zero,
 )
 from .rule import AREAS, DOCS_URL, Rule
 
 MODULES = (files, keys, batch, zero, precision, optimizer, sections, integration, scripts, accelerate_keys,
-           accelerate_launch, fsdp)
+           accelerate_launch, fsdp, trainer_fsdp)
 
 
 def _listing_order(rule: Rule) -> tuple:
