@@ -283,7 +283,10 @@ def trainer_arguments(plan: Plan) -> dict:
     args = {"per_device_train_batch_size": plan.micro_batch, "gradient_accumulation_steps": plan.accumulation}
     if plan.precision in ("bf16", "fp16"):
         args[plan.precision] = True
-    if plan.checkpointing:
+    # Under FSDP the Accelerate YAML checkpoints (fsdp_activation_checkpointing); transformers refuses
+    # gradient_checkpointing on top of it. A --model-factory module has no YAML checkpointing.
+    fsdp_checkpoints = plan.shape.fsdp is not None and plan.request.module is None
+    if plan.checkpointing and not fsdp_checkpoints:
         args["gradient_checkpointing"] = True
     return args
 
