@@ -136,7 +136,7 @@ def test_pre_commit_try_repo(hook_repo, hook_id, tmp_path):
 def _readme_block(after: str) -> str:
     """The first fenced YAML block after the line `after` in README.md."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(re.escape(after) + r"\s*```yaml\n(.*?)```", text, re.S)
+    match = re.search(re.escape(after) + r"[^`]*```yaml\n(.*?)```", text, re.S)
     assert match, f"README.md has no YAML block after {after!r}"
     return match.group(1)
 
