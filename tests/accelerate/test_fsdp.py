@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import subprocess
 import sys
-import warnings
 
 import pytest
 import yaml
@@ -20,7 +18,8 @@ from dsconfig.accelerate.fsdp import launcher_env
 from dsconfig.accelerate.launch import Replay
 from dsconfig.accelerate.model_layers import ModelProblem, resolve
 from dsconfig.phases import INITIALIZE, SILENT
-from tests.conftest import ROOT, quiet_and_restored
+from tests.accelerate.fsdp_oracle import build_plugin, real_launch
+from tests.conftest import ROOT
 from tests.helpers import lint_text
 
 pytest.importorskip("accelerate")
@@ -40,17 +39,9 @@ def fsdp_lint(body: str, **options) -> list:
 
 
 def real_env(tmp_path, text: str) -> dict:
-    from accelerate.commands.launch import (
-        _validate_launch_command,
-        launch_command_parser,
-    )
-    from accelerate.utils.launch import prepare_multi_gpu_env
-
     path = tmp_path / "accelerate_config.yaml"
     path.write_text(text)
-    with quiet_and_restored():
-        args, _, _ = _validate_launch_command(launch_command_parser().parse_args(["--config_file", str(path), "x.py"]))
-        env = prepare_multi_gpu_env(args)
+    _, env = real_launch(str(path))
     return {key: value for key, value in env.items() if key.startswith("FSDP_")}
 
 
@@ -73,30 +64,8 @@ def test_launcher_env_is_what_prepare_multi_gpu_env_exports(tmp_path, body):
 
 def real_plugin(kwargs: dict, env: dict, monkeypatch):
     """(exception text or None, the FSDP2 warning text) of FullyShardedDataParallelPlugin(**kwargs)."""
-    import torch
-    from accelerate.utils import dataclasses
-    monkeypatch.setattr(dataclasses, "is_cuda_available", lambda: True)  # the one question about the machine
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    for name in [k for k in os.environ if k.startswith("FSDP_")]:
-        monkeypatch.delenv(name)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger(dataclasses.__name__)
-    logger.addHandler(handler)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            dataclasses.FullyShardedDataParallelPlugin(**kwargs)
-        return None, " ".join(r.getMessage() for r in records)
-    except Exception as error:  # noqa: BLE001 - whatever the plugin raises is the verdict
-        return f"{type(error).__name__}: {error}", ""
-    finally:
-        logger.removeHandler(handler)
-        for name in [k for k in os.environ if k.startswith("FSDP_")]:
-            monkeypatch.delenv(name)
+    _, error, logged = build_plugin(kwargs, env, monkeypatch)
+    return error, logged
 
 
 KWARGS = [
@@ -209,16 +178,9 @@ def test_fsdp1_use_orig_params_false_warns_about_peft():
 def test_use_cpu_is_not_exported_by_the_fsdp_launcher(tmp_path, monkeypatch):
     monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
     text = HEAD.replace("fsdp_config:\n", "use_cpu: true\nfsdp_config:\n  fsdp_version: 2\n")
-    from accelerate.commands.launch import (
-        _validate_launch_command,
-        launch_command_parser,
-    )
-    from accelerate.utils.launch import prepare_multi_gpu_env
     path = tmp_path / "accelerate_config.yaml"
     path.write_text(text)
-    with quiet_and_restored():
-        args, _, _ = _validate_launch_command(launch_command_parser().parse_args(["--config_file", str(path), "x.py"]))
-        env = prepare_multi_gpu_env(args)
+    args, env = real_launch(str(path))
     assert "ACCELERATE_USE_CPU" not in env and not args.cpu
     assert codes([f for f in lint_text(text, str(path)) if f.code == "ACC034"]) == ["ACC034"]
 

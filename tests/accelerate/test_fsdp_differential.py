@@ -20,9 +20,7 @@ machine would; nothing else is replaced. DSCONFIG_FSDP_EXAMPLES sets the number 
 
 from __future__ import annotations
 
-import logging
 import os
-import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +28,7 @@ from hypothesis import strategies as st
 
 from dsconfig.phases import INITIALIZE, LAUNCH, LOAD
 from dsconfig.rules import fsdp as fsdp_rules
+from tests.accelerate.fsdp_oracle import build_plugin
 from tests.conftest import corpus_files, quiet_and_restored
 from tests.helpers import lint_text
 
@@ -99,33 +98,10 @@ def accelerate_verdict(path: str, monkeypatch) -> Verdict:
 
 
 def _plugin_and_prepare(verdict: Verdict, monkeypatch) -> None:
-    import torch
-    from accelerate.utils import dataclasses
-
-    # The accelerator lookup of sync_module_states, answered as on a GPU machine (this one has none).
-    monkeypatch.setattr(dataclasses, "is_cuda_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    for name in [k for k in os.environ if k.startswith("FSDP_")]:
-        monkeypatch.delenv(name)
-    for name, value in verdict.env.items():
-        monkeypatch.setenv(name, value)
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger(dataclasses.__name__)
-    logger.addHandler(handler)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            plugin = dataclasses.FullyShardedDataParallelPlugin()
-    except Exception as error:  # noqa: BLE001 - whatever Accelerate raises is its verdict
-        verdict.plugin = _text(error)
+    plugin, error, said = build_plugin({}, verdict.env, monkeypatch)
+    if error is not None:
+        verdict.plugin = error
         return
-    finally:
-        logger.removeHandler(handler)
-        for name in [k for k in os.environ if k.startswith("FSDP_")]:
-            monkeypatch.delenv(name)
-    said = " ".join(record.getMessage() for record in records)
     verdict.dropped = {name for name in _DROPPABLE if f"{name} is" in said}
     if not _MODEL:
         _MODEL.append(_tiny_llama())
