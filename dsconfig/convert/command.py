@@ -102,12 +102,13 @@ def _shown(output_dir: str, name: str) -> str:
 
 
 def _to_fsdp(inputs, version, model, gpus, nodes, output_dir):
-    from . import layers, mapping, output, reading
+    from ..fsdp.settings import layer_class
+    from . import mapping, output, reading
     source = reading.deepspeed_source(tuple(inputs))
     layer_cls = None
     if model:
         model_type, _ = reading.model_type(model)
-        layer_cls = layers.layer_class(model_type)
+        layer_cls = layer_class(model_type)
     settings, launch, rows = mapping.to_fsdp(source, version=version, layer_cls=layer_cls, model=model, gpus=gpus,
                                              nodes=nodes)
     files = output.fsdp_files(settings, launch, " + ".join(inputs), _shown(output_dir, output.FSDP_CONFIG))

@@ -22,6 +22,18 @@ SHARDING_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"
 FSDP2_RESHARD = {"FULL_SHARD": True, "SHARD_GRAD_OP": False, "HYBRID_SHARD": True, "HYBRID_SHARD_ZERO2": False}
 STATE_DICT_TYPES = ("FULL_STATE_DICT", "SHARDED_STATE_DICT")  # LOCAL_STATE_DICT: FSDP1 only, rarely wanted
 WRAP_POLICIES = ("TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP")
+# The decoder-layer class FSDP wraps, by Hugging Face model_type, for the catalog's families: the class in
+# transformers' modeling_<model_type>.py that `_no_split_modules` lists (tests/convert check it). For another
+# model generate and convert name none, and Accelerate wraps the model's `_no_split_modules`.
+LAYER_CLASSES = {
+    "llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
+    "qwen2": "Qwen2DecoderLayer", "gemma2": "Gemma2DecoderLayer", "phi3": "Phi3DecoderLayer",
+    "falcon": "FalconDecoderLayer", "bloom": "BloomBlock", "t5": "T5Block", "vit": "ViTLayer", "gpt2": "GPT2Block",
+}
+
+
+def layer_class(model_type) -> str | None:
+    return LAYER_CLASSES.get(model_type) if isinstance(model_type, str) else None
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 The YAML is `dsconfig.fsdp.settings.accelerate_yaml` filled from the plan's `FsdpSettings`
 (templates/accelerate/fsdp.yaml), with the plan in a header comment. The layer class to wrap comes
-from LAYER_CLASSES by the model's `model_type`; for any other model the YAML names none and
-Accelerate wraps the classes the model lists in `_no_split_modules` (utils/dataclasses.py
+from dsconfig.fsdp.settings.LAYER_CLASSES by the model's `model_type`; for any other model the YAML
+names none and Accelerate wraps the classes the model lists in `_no_split_modules` (utils/dataclasses.py
 `set_auto_wrap_policy`). A `--model-factory` module is one unit (NO_WRAP), checkpointed by the script.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 
 from ..fsdp.settings import FsdpSettings, accelerate_yaml
+from ..fsdp.settings import layer_class as layer_class_of
 from ..targets import ACCELERATE
 from . import templates
 from .planner import Plan
@@ -31,18 +32,12 @@ from .render import (
 
 # model_type -> the decoder layer class transformers 5.23 lists first in `_no_split_modules`, for the
 # catalog's architectures (one small table, to be replaced by a generated one).
-LAYER_CLASSES = {
-    "llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
-    "qwen2": "Qwen2DecoderLayer", "gemma2": "Gemma2DecoderLayer", "phi3": "Phi3DecoderLayer",
-    "falcon": "FalconDecoderLayer", "bloom": "BloomBlock", "t5": "T5Block", "vit": "ViTLayer", "gpt2": "GPT2Block",
-}
 DEFAULT_PATHS = Paths()
 MIXED_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}  # the plan's precision -> Accelerate's mixed_precision
 
 
 def layer_class(plan: Plan) -> str | None:
-    config = plan.request.model.config or {}
-    return LAYER_CLASSES.get(config.get("model_type")) if isinstance(config.get("model_type"), str) else None
+    return layer_class_of((plan.request.model.config or {}).get("model_type"))
 
 
 def settings(plan: Plan) -> FsdpSettings:

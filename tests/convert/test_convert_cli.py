@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dsconfig.convert import layers
+from dsconfig.fsdp.settings import LAYER_CLASSES
 from dsconfig.convert.command import convert
 from dsconfig.convert.mapping import STATUSES
 from dsconfig.convert.output import FSDP_CONFIG
@@ -147,7 +147,7 @@ def test_model_config_json_gives_the_layer_class(tmp_path):
 def test_layer_classes_are_the_ones_transformers_does_not_split():
     transformers = pytest.importorskip("transformers")
     import importlib
-    for model_type, name in layers.LAYER_CLASS.items():
+    for model_type, name in LAYER_CLASSES.items():
         module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
         splits = {layer for value in vars(module).values() if isinstance(value, type)
                   and issubclass(value, transformers.PreTrainedModel)
