@@ -424,14 +424,15 @@ def _split_batch(request: Request, fits, world: int):
     default = default_global_batch(request, world)
     if default is None:
         return _split_given_batch(request, fits, world, request.global_batch)
-    micro, accumulation, chosen, exact, nearest, largest, why = _split_given_batch(request, fits, world, default)
-    words = (f"no --global-batch: {default} sequences of {request.seq_len} tokens, {default * request.seq_len:,} tokens "
-             "per optimizer step as usual for fine-tuning (--global-batch to choose)")
-    return micro, accumulation, chosen, exact, nearest, largest, why.replace(f"global batch {default} as asked", words)
+    origin = (f"no --global-batch: {default} sequences of {request.seq_len} tokens, {default * request.seq_len:,} "
+              "tokens per optimizer step as usual for fine-tuning (--global-batch to choose)")
+    return _split_given_batch(request, fits, world, default, origin)
 
 
-def _split_given_batch(request: Request, fits, world: int, wanted: int | None):
+def _split_given_batch(request: Request, fits, world: int, wanted: int | None, origin: str | None = None):
+    """_split_batch for `wanted` samples per step; `origin` says where that number came from."""
     low = request.min_micro
+    origin = origin or f"global batch {wanted} as asked"
     if request.micro_batch is not None:
         micro = request.micro_batch
         largest = micro
@@ -457,7 +458,7 @@ def _split_given_batch(request: Request, fits, world: int, wanted: int | None):
         candidates = [d for d in divisors(share, largest) if low <= d]
         if candidates:
             micro = candidates[-1]
-            why = f"global batch {wanted} as asked"
+            why = origin
             if micro < largest:
                 why += (f"; micro batch {micro} is the largest divisor of the {share} samples per GPU that fits "
                         f"(up to {largest} would fit)")
