@@ -532,6 +532,11 @@ def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Find
         return unreadable, None
     pair_options = pair_options._replace(target=options.target or pairs.launched_target(doc))
     findings = lint_document(doc, pair_options)
+    if options.model is not None:
+        from .deepspeed.model_checks import launch_marks_moe_leaves
+        from .rules.model import MOE_NOT_LEAF
+        if all(launch_marks_moe_leaves(side.replay.args, options.model) for side in users):
+            findings = [f for f in findings if f.rule is not MOE_NOT_LEAF]
     loaded, ds_config = doc.reading("json")  # DeepSpeedPlugin reads the file with json.load
     if loaded and isinstance(ds_config, dict):
         for side in users:

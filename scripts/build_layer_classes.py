@@ -9,7 +9,10 @@ its modeling_*.py files with `ast` (nothing is imported from them) and keeps:
   * `no_split`: the `_no_split_modules` of its pretrained-model classes, which Accelerate wraps when
     the key is absent.
 `model_types` maps each model type to its folder. `common` holds the module classes of transformers'
-activations.py and pytorch_utils.py (ACT2FN's activations, Conv1D), which any model may build. Class
+activations.py and pytorch_utils.py (ACT2FN's activations, Conv1D), which any model may build.
+`hidden_size_aliases` maps a model type to the keys its config class's `attribute_map` reads
+`hidden_size` / `hidden_sizes` from (GPT-2's `n_embd`, T5's `d_model`), which the HF Trainer's hidden-size
+fills see through (dsconfig/deepspeed/hidden_fills.py). Class
 names are stored space-separated, with the model's prefix replaced by `*` (LlamaDecoderLayer ->
 *DecoderLayer for prefix Llama), to keep the file small.
 
@@ -94,8 +97,11 @@ def build() -> dict:
     )
 
     models_dir = Path(transformers.__file__).parent / "models"
-    types, folders = {}, {}
+    types, folders, aliases = {}, {}, {}
     for model_type, config_class in sorted(CONFIG_MAPPING_NAMES.items()):
+        renamed = _hidden_size_aliases(model_type)
+        if renamed:
+            aliases[model_type] = renamed
         folder = models_dir / model_type_to_module_name(model_type)
         files = sorted(folder.glob("modeling_*.py")) if folder.is_dir() else []
         files = [f for f in files if not f.name.startswith(("modeling_tf_", "modeling_flax_"))]
@@ -114,7 +120,18 @@ def build() -> dict:
     for name in _SHARED_FILES:  # ACT2FN's activations and Conv1D, built by many models' files
         common |= read_modeling_file(models_dir.parent / name)[0]
     return {"x-transformers-version": transformers.__version__, "common": " ".join(sorted(common)),
-            "model_types": types, "folders": folders}
+            "model_types": types, "folders": folders, "hidden_size_aliases": aliases}
+
+
+def _hidden_size_aliases(model_type: str) -> dict:
+    from transformers import CONFIG_MAPPING
+
+    try:
+        attribute_map = getattr(CONFIG_MAPPING[model_type], "attribute_map", None) or {}
+    except (ImportError, KeyError):  # a config class that needs an optional package
+        return {}
+    return {name: attribute_map[name] for name in ("hidden_size", "hidden_sizes")
+            if attribute_map.get(name, name) != name}
 
 
 def main() -> int:

@@ -95,6 +95,10 @@ def fsdp_findings(replay: Replay, model=None) -> list[Finding]:
     findings.extend(_memory_and_peft(result, where, model))
     if model is not None:
         findings.extend(_layer_classes(result, model, where))
+        # imported here: dsconfig.deepspeed.model_checks reads the model table through dsconfig.accelerate,
+        # whose package import reaches this module
+        from ..deepspeed.model_checks import quantized_findings
+        findings.extend(quantized_findings(model, "FSDP", "/distributed_type"))
     findings.extend(_use_cpu(replay))
     return findings
 

@@ -29,6 +29,7 @@ class ModelLayers(NamedTuple):
     classes: frozenset  # module class names a model of this type holds
     no_split: tuple  # its _no_split_modules: what Accelerate wraps when no class is named
     parameters: int | None  # exact count when the shape is known (catalog, or a config the estimator reads)
+    config: dict | None = None  # the config.json (or the catalog entry's config) it was read from
 
     def layer_classes(self) -> list[str]:
         """The likely wrap targets, for messages: the no-split classes, then the other *Layer/*Block ones."""
@@ -48,8 +49,22 @@ def transformers_version() -> str:
     return _table().get("x-transformers-version", "")
 
 
+def hidden_size_alias(model_type, name: str) -> str | None:
+    """The config.json key a model type's config class reads `name` (hidden_size, hidden_sizes) from,
+    when its attribute_map renames it (GPT-2: n_embd)."""
+    if not isinstance(model_type, str):
+        return None
+    return _table().get("hidden_size_aliases", {}).get(model_type, {}).get(name)
+
+
 def _expand(text: str, prefix: str) -> list[str]:
     return [prefix + name[1:] if name.startswith("*") else name for name in text.split()]
+
+
+def module_path(model_type: str) -> str | None:
+    """The dotted module transformers defines a model type's classes in (transformers.models.X.modeling_X)."""
+    folder = _table()["model_types"].get(model_type)
+    return f"transformers.models.{folder}.modeling_{folder}" if folder else None
 
 
 def for_type(model_type: str) -> tuple[frozenset, tuple] | None:
@@ -100,7 +115,7 @@ def resolve(text: str) -> ModelLayers:
     if found is None:
         raise ModelProblem(f"--model: {text}: model_type {model_type!r} is not an architecture of transformers "
                            f"{transformers_version()}")
-    return ModelLayers(text, model_type, found[0], found[1], parameters or None)
+    return ModelLayers(text, model_type, found[0], found[1], parameters or None, config)
 
 
 def _read_config(path: str) -> dict:

@@ -19,7 +19,7 @@ import click
 
 from .. import escape
 from ..targets import NAMES as TARGET_NAMES
-from ..training.epochs import FRAMEWORKS
+from ..training.epochs import FRAMEWORKS, MAX_DATASET_SIZE
 
 FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
 
@@ -77,11 +77,6 @@ def _selectors(values, option: str) -> tuple[str, ...] | None:
     return items
 
 
-# Samples in a training set: sixty times the tokens Llama 3 was trained on (15 trillion), let alone
-# samples. It keeps epochs × steps per epoch a finite float in the Trainer's step count.
-MAX_DATASET_SIZE = 10 ** 15
-
-
 def _fail(message: str) -> None:
     click.echo(escape.line(f"dsconfig: error: {message}"), err=True)
     sys.exit(2)
@@ -132,9 +127,10 @@ def _check_output(output_file: str | None, force: bool) -> None:
 @click.option("--batchnorm", is_flag=True, default=None,
               help="The model has BatchNorm layers: one sample per device is an error, and no fix goes below 2.")
 @click.option("--model", "model", metavar="NAME|config.json",
-              help="The model an Accelerate FSDP config trains (a catalog name as for `dsconfig estimate --model`, "
-                   "or a Hugging Face config.json): fsdp_transformer_layer_cls_to_wrap must name its classes, and "
-                   "FULL_STATE_DICT findings give its size.")
+              help="The model the configs train (a catalog name as for `dsconfig estimate --model`, or a Hugging "
+                   "Face config.json): fsdp_transformer_layer_cls_to_wrap must name its classes, FULL_STATE_DICT "
+                   "findings give its size, and the DeepSpeed config is checked against it (DS950-DS954: MoE leaf "
+                   "modules, expert-parallel sizes, quantized weights, the Trainer's hidden-size fills, ZeRO-3 saves).")
 @click.option("--batch-key", "batch_keys", multiple=True, metavar="POINTER=per-device|global",
               help="Whether a training config's batch key is per device or global (e.g. /data/train_bs=global).")
 @click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",

@@ -47,6 +47,8 @@ from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..training.epochs import epoch
 from ..values import closest, to_json
 from . import batch, schema
+from .hidden_fills import NoHiddenSize, bucket_fills
+from .model_facts import facts_of
 from .target import auto_pointers
 
 TRANSFORMERS_VERSION = "5.23.0"
@@ -442,8 +444,11 @@ class Replay(NamedTuple):
 
 
 def replay(config: dict, training_args: dict | None, world_size: int | None,
-           dataset_size: int | None = None) -> Replay:
-    """Run TrainingArguments(deepspeed=config) → Trainer(...) → train() up to deepspeed_init, on paper."""
+           dataset_size: int | None = None, launched_mixed_precision: str = "no") -> Replay:
+    """Run TrainingArguments(deepspeed=config) → Trainer(...) → train() up to deepspeed_init, on paper.
+
+    `launched_mixed_precision` is ACCELERATE_MIXED_PRECISION (set by `accelerate launch`), which
+    TrainingArguments use unless fp16 or bf16 is on."""
     args = effective_args(training_args)
     auto_find = bool(args["auto_find_batch_size"])
     work = copy.deepcopy(config)  # HfDeepSpeedConfig deep-copies a dict too
@@ -458,7 +463,7 @@ def replay(config: dict, training_args: dict | None, world_size: int | None,
     if inserted_gas:
         work["gradient_accumulation_steps"] = 1
     # Trainer(...) → Accelerator → AcceleratorState → set_mixed_precision(args.mixed_precision)
-    mixed = "fp16" if args["fp16"] else "bf16" if args["bf16"] else "no"
+    mixed = "fp16" if args["fp16"] else "bf16" if args["bf16"] else launched_mixed_precision
     early = _set_mixed_precision(work, mixed)
     early_error = None
     if early:
@@ -534,7 +539,7 @@ def _fix_for(step: Step) -> str:
 
 
 def trainer_findings(config: dict, training_args: dict | None, world_size=None, *,
-                     dataset_size: int | None = None) -> list[Finding]:
+                     dataset_size: int | None = None, model=None) -> list[Finding]:
     """DS704 (what the Trainer fills) and, with training arguments, DS703 (what it rejects).
 
     `world_size`: None, one int, or several ints. `dataset_size` (samples in the training
@@ -544,7 +549,7 @@ def trainer_findings(config: dict, training_args: dict | None, world_size=None, 
     if not isinstance(config, dict):
         return []
     if training_args is None:
-        return _describe_fills(config)
+        return _describe_fills(config, model)
     errors = training_args_errors(training_args)
     if errors:
         raise ValueError("training arguments: " + "; ".join(errors))
@@ -600,7 +605,7 @@ def trainer_findings(config: dict, training_args: dict | None, world_size=None, 
 
     if None in replays:
         findings.extend(_train_batch_without_world(config, args))
-    findings.append(_describe_with_args(config, training_args, args, replays))
+    findings.append(_describe_with_args(config, training_args, args, replays, model))
     return [f for f in findings if f is not None]
 
 
@@ -734,19 +739,36 @@ def _source_text(pointer: str) -> str:
     return "TrainingArguments " + source
 
 
-def _describe_fills(config: dict) -> list[Finding]:
+def _hidden_size_fills(config: dict, model) -> dict[str, str]:
+    """With --model: the numbers the Trainer writes over the hidden-size "auto" values, by pointer."""
+    if model is None:
+        return {}
+    facts = facts_of(model)
+    try:
+        fills = bucket_fills(config, facts.hidden_size)
+    except NoHiddenSize:
+        return {"/" + key.replace(".", "/"): f"nothing: {facts.name} has no hidden size and train() fails (DS953)"
+                for key in ("zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size",
+                            "zero_optimization.stage3_param_persistence_threshold")}
+    return {"/" + key.replace(".", "/"): f"{value} ({_FILL_SOURCES['/' + key.replace('.', '/')]}: {facts.name} "
+                                         f"has hidden_size {facts.hidden_size})" for key, value in fills}
+
+
+def _describe_fills(config: dict, model=None) -> list[Finding]:
     pointers = _filled_pointers(config)
     if not pointers:
         return []
-    parts = [f"{_label(pointer)} ← {_source_text(pointer)}" for pointer in pointers]
+    known = _hidden_size_fills(config, model)
+    parts = [f"{_label(pointer)} ← {known.get(pointer) or _source_text(pointer)}" for pointer in pointers]
     message = (f"the HF Trainer fills {len(pointers)} \"auto\" value{'s' if len(pointers) != 1 else ''} before "
                "DeepSpeed sees the config: " + "; ".join(parts)
                + ". Give the TrainingArguments (--training-args) to check the concrete values against them")
     return [Finding(AUTO_FILLED, message, "")]
 
 
-def _describe_with_args(config: dict, training_args: dict, args: dict, replays: dict) -> Finding | None:
+def _describe_with_args(config: dict, training_args: dict, args: dict, replays: dict, model=None) -> Finding | None:
     pointers = _filled_pointers(config)
+    known = _hidden_size_fills(config, model)
     parts = []
     for pointer in pointers:
         key = _label(pointer)
@@ -759,6 +781,8 @@ def _describe_with_args(config: dict, training_args: dict, args: dict, replays: 
             shown = _shown_values(key, values, args)
         elif pointer in _PLUGIN_DEFAULTS:
             shown = f"{to_json(_PLUGIN_DEFAULTS[pointer])} (Accelerate's DeepSpeedPlugin default)"
+        elif pointer in known:
+            shown = known[pointer]
         elif pointer.startswith("/zero_optimization/") and pointer in _FILL_SOURCES:
             shown = f"{_FILL_SOURCES[pointer]} (known only once the model is loaded)"
         else:

@@ -66,7 +66,7 @@ def markdown(rules) -> str:
         "",
     ]
     for prefix, title in AREAS:
-        group = [rule for rule in rules if rule.code.startswith(prefix)]
+        group = [rule for rule in rules if rule.area == title]
         if not group:
             continue
         out += [f"**{title}**", "", "| code | name | severity | fails in | summary |", "|---|---|---|---|---|"]
@@ -76,7 +76,7 @@ def markdown(rules) -> str:
                        f"{_phase_short(rule.fails_in)} | {summary} |")
         out.append("")
     for prefix, title in AREAS:
-        group = [rule for rule in rules if rule.code.startswith(prefix)]
+        group = [rule for rule in rules if rule.area == title]
         if not group:
             continue
         out += [f"## {title}", ""]

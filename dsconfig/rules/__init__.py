@@ -18,6 +18,9 @@ exists when its module is in MODULES and its object is in that module's RULES:
   fsdp               ACCxxx the FSDP settings of an Accelerate YAML, as FullyShardedDataParallelPlugin reads them
   scripts            DS8xx training scripts read statically (Lightning samplers, float and indivisible batches)
   trainer_fsdp       ACC04x the HF Trainer's fsdp / fsdp_config, and their conflicts with the Accelerate YAML
+  model              DS95x the config against the model `lint --model` names (MoE leaf modules, expert
+                     parallelism, quantized weights, the Trainer's hidden-size fills, ZeRO-3 saves); DS9xx
+                     had room, and a code keeps the DS/ACC + three digits shape every output format expects
 
 One code, one severity, everywhere (terminal, JSON, SARIF). Where the outcome depends on the target
 (hjson vs json.load, who fills "auto"), that shows in a finding's `fails_in`, not in its severity.
@@ -33,6 +36,7 @@ from . import (
     fsdp,
     integration,
     keys,
+    model,
     optimizer,
     precision,
     scripts,
@@ -40,16 +44,15 @@ from . import (
     trainer_fsdp,
     zero,
 )
-from .rule import AREAS, DOCS_URL, Rule
+from .rule import AREAS, DOCS_URL, Rule, area_index
 
 MODULES = (files, keys, batch, zero, precision, optimizer, sections, integration, scripts, accelerate_keys,
-           accelerate_launch, fsdp, trainer_fsdp)
+           accelerate_launch, fsdp, trainer_fsdp, model)
 
 
 def _listing_order(rule: Rule) -> tuple:
     """By area as docs/rules.md shows them, then by code."""
-    area = next(i for i, (prefix, _) in enumerate(AREAS) if rule.code.startswith(prefix))
-    return area, rule.code
+    return area_index(rule.code), rule.code
 
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in sorted((r for m in MODULES for r in m.RULES),

@@ -48,8 +48,14 @@ AREAS = (
     ("DS7", "DS7xx target integration"),
     ("DS8", "DS8xx training scripts"),
     ("DS9", "DS9xx dsconfig itself"),
+    ("DS95", "DS95x the model (lint --model)"),
     ("ACC", "ACCxxx Accelerate config files"),
 )
+
+
+def area_index(code: str) -> int:
+    """The AREAS entry of a code: the longest prefix it starts with (DS950 is the model's, DS900 dsconfig's)."""
+    return max((i for i, (prefix, _) in enumerate(AREAS) if code.startswith(prefix)), key=lambda i: len(AREAS[i][0]))
 
 
 # -- autofix policy ------------------------------------------------------------------------------
@@ -205,7 +211,7 @@ class Rule:
 
     @property
     def area(self) -> str:
-        return next(title for prefix, title in AREAS if self.code.startswith(prefix))
+        return AREAS[area_index(self.code)][1]
 
     @property
     def fix_safety(self) -> str:

@@ -31,6 +31,10 @@ from typing import NamedTuple
 
 FRAMEWORKS = ("lightning", "torchrun", "accelerate", "hf-trainer", "deepspeed", "jax")
 
+# Samples in a training set: sixty times the tokens Llama 3 was trained on (15 trillion), let alone
+# samples. It keeps epochs × steps per epoch a finite float in the Trainer's step count.
+MAX_DATASET_SIZE = 10 ** 15
+
 HOW = {
     "torchrun": "a DistributedSampler gives each process ceil(N / world) samples (padded by repeating); the "
                 "loop steps every gradient-accumulation batches",
