@@ -22,6 +22,7 @@ class LazyGroup(click.Group):
         "estimate": "dsconfig.estimate.command:estimate",
         "generate": "dsconfig.generate.command:generate",
         "convert": "dsconfig.convert.command:convert",
+        "explain": "dsconfig.explain.command:explain",
         "rules": "dsconfig.commands.rules:rules",
         "rule": "dsconfig.commands.rules:rule",
     }

@@ -485,6 +485,56 @@ def _model_file(data: bytes, name: str = "config.json"):
     return make
 
 
+# dsconfig.check from a script: the documented exceptions (ConfigError, TypeError, ValueError, OSError),
+# one line each, are the script's `dsconfig...` error line and exit code; anything else is a traceback.
+_API_SCRIPT = """import sys
+import dsconfig
+{setup}
+try:
+    found = dsconfig.check({call})
+except (dsconfig.ConfigError, TypeError, ValueError, OSError) as error:
+    print(f"dsconfig.check: {{type(error).__name__}}: {{str(error).splitlines()[0]}}", file=sys.stderr)
+    sys.exit(1 if isinstance(error, dsconfig.ConfigError) else 2)
+print("\\n".join(map(str, found)))
+sys.exit(1 if any(f.severity == "error" for f in found) else 0)
+"""
+
+
+def _api(call: str, setup: str = "", files: tuple[tuple[str, bytes], ...] = ()):
+    def make(folder: str) -> Spec:
+        for name, data in files:
+            _write(folder, name, data)
+        return Spec([sys.executable, "-c", _API_SCRIPT.format(setup=setup, call=call)])
+    return make
+
+
+def _model_ds(ds_config: bytes, model: bytes, *args: str):
+    """--model naming a config.json, for a ds_config.json (lint's model-aware checks, DS95x)."""
+    def make(folder: str) -> Spec:
+        _write(folder, "ds_config.json", ds_config)
+        _write(folder, "config.json", model)
+        return Spec(_lint("ds_config.json", "--model", "config.json", *args))
+    return make
+
+
+_ZERO3_AUTO = (b'{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3, '
+               b'"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto"%s}%s}')
+_DIGITS_4200 = b"1" + b"0" * 4200
+
+
+def _explain_file(name: str, data: bytes, *args: str):
+    """`dsconfig explain NAME ARGS...` on one file."""
+    def make(folder: str) -> Spec:
+        _write(folder, name, data)
+        return Spec([*DSCONFIG, "explain", name, *args])
+    return make
+
+
+_NESTED_600 = b'{"train_batch_size": 8, "optimizer": ' + b'{"a": ' * 600 + b"1" + b"}" * 600 + b"}"
+_ALIAS_BOMB = (b"distributed_type: DEEPSPEED\nnum_processes: 2\nx0: &a0 [1,1,1,1,1,1,1,1,1]\n"
+               + b"".join(b"x%d: &a%d [" % (i, i) + b",".join([b"*a%d" % (i - 1)] * 9) + b"]\n" for i in range(1, 9)))
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -755,6 +805,61 @@ CASES = [
     Case("trainer-fsdp-config-alias-loop", _file("training_args.yaml", b"output_dir: o\nfsdp: true\n"
                                                  b"fsdp_config: &a {x: *a}\n"), 0,
          "ACC041 `x` is not a key the Trainer reads", "training_args.yaml:3:"),
+    # dsconfig.check (the Python API): a dict that is no JSON data (a cycle, nesting past the stack, an
+    # integer past int()'s digit limit), one of megabytes, a key holding an escape sequence; TrainingArguments
+    # values that loop (a YAML alias), or a device as their file; a NaN world size
+    Case("api-dict-cycle", _api("config", "config = {'zero_optimization': {}}\n"
+                                          "config['zero_optimization']['x'] = config"), 2,
+         "TypeError: config dict: not JSON data: Circular reference detected"),
+    Case("api-dict-100000-deep", _api("config", "config = {}\nfor _ in range(100_000):\n    config = {'a': config}"),
+         2, "TypeError: config dict: not JSON data: maximum recursion depth exceeded"),
+    Case("api-dict-900-deep", _api("config", "config = {'train_batch_size': 8}\nfor _ in range(900):\n"
+                                             "    config = {'a': config}"), 1, "DS102 Unknown key `a`", "<dict>:1:"),
+    Case("api-dict-huge-int", _api("{'train_batch_size': 10 ** 5000}"), 2,
+         "TypeError: config dict: not JSON data: Exceeds the limit"),
+    Case("api-dict-50-megabytes", _api("{'train_batch_size': 8, 'pad': 'x' * 50_000_000}"), 1,
+         "DS007", "<dict>:1:1:"),
+    Case("api-dict-escape-in-key", _api("{'train_batch_size': 8, '\\x1b]0;owned\\x07\\u202e': 1}"), 0,
+         "DS102 Unknown key `\\x1b]0;owned\\x07\\u202e`", "<dict>:3:3:"),
+    Case("api-training-args-yaml-alias-loop",
+         _api("{'train_batch_size': 'auto'}, training_args='args.yaml'", files=(("args.yaml", b"a: &a [*a]\n"),)),
+         2, "TypeError: training_args: not JSON data: Circular reference detected"),
+    Case("api-training-args-dev-zero", _api("{'train_batch_size': 'auto'}, training_args='/dev/zero'"), 2,
+         "ValueError: training arguments /dev/zero: is larger than"),
+    Case("api-world-size-nan", _api("{'train_batch_size': 8}, world_size=float('nan')"), 2,
+         "TypeError: world_size must be an int or a sequence of ints, not float"),
+    # lint --model (DS95x): a 4,000-digit hidden_size (its square has too many digits to print), 4,200-digit
+    # expert-parallel sizes whose product would too, leaf_module and quantization_config of the wrong shapes
+    Case("model-hidden-size-4000-digits", _model_ds(_ZERO3_AUTO % (b"", b""), b'{"model_type": "mixtral", '
+         b'"hidden_size": 1' + b"0" * 4000 + b', "num_local_experts": 8}', "--target", "hf-trainer"), 1,
+         "DS953 config.json (model_type mixtral) has no hidden size in its config", "ds_config.json:1:"),
+    Case("model-expert-parallel-4200-digits", _model_ds(b'{"train_micro_batch_size_per_gpu": 2, "expert_parallel": '
+         b'{"enabled": true, "autoep_size": ' + _DIGITS_4200 + b', "expert_tensor_parallel_size": ' + _DIGITS_4200
+         + b'}}', b'{"model_type": "mixtral", "hidden_size": 64, "num_local_experts": ' + _DIGITS_4200 + b'}',
+         "--world-size", "8"), 0, "1 info in 1 file"),
+    Case("model-leaf-module-garbage", _model_ds(_ZERO3_AUTO % (b', "leaf_module": {"classes": [1, null, {}], '
+         b'"names": 5}', b', "expert_parallel": []'), b'{"model_type": "deepseek_v3", "hidden_size": 7168, '
+         b'"n_routed_experts": 256, "text_config": [1], "quantization_config": {"quant_method": ["gptq"], '
+         b'"load_in_4bit": "yes"}}', "--target", "hf-trainer"), 1,
+         "DS103 `zero_optimization.leaf_module.classes`", "ds_config.json:1:"),
+    # dsconfig explain: nesting past hjson's and json's recursion, a YAML alias cycle and an alias bomb, a
+    # --set key thousands of levels deep, a 5,000-digit integer, a YAML that launches neither backend
+    Case("explain-600-deep", _explain_file("ds_config.json", _NESTED_600, "--target", "hf-trainer"), 2,
+         "ds_config.json:1:1: nests more than 100 levels deep"),
+    Case("explain-600-deep-hjson", _explain_file("ds_config.json", _NESTED_600), 2,
+         "ds_config.json:1:2961: DeepSpeed's hjson loader fails: nesting too deep"),
+    Case("explain-yaml-alias-cycle", _explain_file("accelerate_config.yaml", b"distributed_type: DEEPSPEED\n"
+                                                   b"deepspeed_config: &a {x: [*a, *a]}\nnum_processes: 2\n"), 2,
+         "accelerate_config.yaml:1:1: nests more than 100 levels deep"),
+    Case("explain-yaml-alias-bomb", _explain_file("accelerate_config.yaml", _ALIAS_BOMB), 2,
+         "accelerate_config.yaml:1:1: holds more than 100,000 values"),
+    Case("explain-set-5000-levels", _explain_file("ds_config.json", CONFIG, "--set", "a." * 5000 + "b=1"), 2,
+         "--set: the key nests more than 100 levels deep"),
+    Case("explain-5000-digit-integer", _explain_file("ds_config.json", b'{"train_batch_size": 1' + b"0" * 5000
+                                                     + b"}", "--target", "hf-trainer"), 2,
+         "ds_config.json:1:22: json.load fails: ValueError: Exceeds the limit (4300 digits)"),
+    Case("explain-multi-gpu-yaml", _explain_file("accelerate_config.yaml", b"distributed_type: MULTI_GPU\n"), 2,
+         "accelerate_config.yaml:1:1: distributed_type is \"MULTI_GPU\", neither DEEPSPEED nor FSDP"),
 ]
 
 

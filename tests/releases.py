@@ -52,10 +52,11 @@ class Release:
             raise RuntimeError(f"{folder} holds DeepSpeed {self.version}, not {version}")
         atexit.register(self.close)
 
-    def verdict(self, config, world: int) -> dict:
+    def verdict(self, config, world: int, held: bool = False) -> dict:
+        """With `held`, an accepted config's answer carries what DeepSpeedConfig holds (release_worker.held)."""
         if isinstance(config, pathlib.Path):
             config = str(config.resolve())
-        self.process.stdin.write(json.dumps({"config": config, "world": world}) + "\n")
+        self.process.stdin.write(json.dumps({"config": config, "world": world, "held": held}) + "\n")
         self.process.stdin.flush()
         answer = self.process.stdout.readline()
         if not answer:

@@ -177,6 +177,11 @@ def removed() -> tuple[tuple[str, str], ...]:
     return _removed(_active)
 
 
+def removed_in_newest() -> tuple[tuple[str, str], ...]:
+    """(pointer, message) for every block the newest supported release refuses to load."""
+    return _removed(releases.NEWEST)
+
+
 @lru_cache(maxsize=None)
 def _removed(version: str) -> tuple[tuple[str, str], ...]:
     found = []
@@ -226,6 +231,18 @@ def _property_in(node: dict, pointer: str) -> dict | None:
 def not_removed_in(pointer: str) -> list[str]:
     """The supported releases that do not refuse the block at `pointer` by name."""
     return _releases_where(lambda version: pointer not in dict(_removed(version)))
+
+
+def removed_later(pointer: str) -> tuple[str, str] | None:
+    """(the first release that refuses it, its message) for a block the active release still reads but a
+    later one removed; None otherwise."""
+    if pointer in dict(removed()):
+        return None
+    for version in releases.SUPPORTED[releases.SUPPORTED.index(_active) + 1:]:
+        message = dict(_removed(version)).get(pointer)
+        if message is not None:
+            return version, message
+    return None
 
 
 def other_releases_note(pointer: str, removed_block: bool = False) -> str:

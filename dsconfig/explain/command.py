@@ -1,0 +1,168 @@
+"""`dsconfig explain [ds_config.json] [accelerate.yaml]`: the config DeepSpeed finally receives.
+
+Exit codes: 0 the run gets to training as far as dsconfig can tell; 1 something on the way raises
+(Accelerate, the HF Trainer or DeepSpeedConfig) or lint reports an error; 2 a usage error or an input
+that cannot be read (one line naming the file, line and column).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import escape
+from ..targets import NAMES as TARGET_NAMES
+
+RELEASE_PREFIX = "deepspeed=="
+
+
+def _fail(message: str) -> None:
+    click.echo(escape.line(f"dsconfig: error: {message}"), err=True)
+    sys.exit(2)
+
+
+def _split_paths(paths) -> tuple[str | None, str | None]:
+    deepspeed_path = accelerate_path = None
+    for path in paths:
+        if path.lower().endswith((".yaml", ".yml")):
+            if accelerate_path is not None:
+                raise click.UsageError("give one Accelerate YAML")
+            accelerate_path = path
+        else:
+            if deepspeed_path is not None:
+                raise click.UsageError("give one DeepSpeed JSON (and, optionally, one Accelerate YAML)")
+            deepspeed_path = path
+    return deepspeed_path, accelerate_path
+
+
+def _release(explicit: str | None, paths) -> str:
+    from ..deepspeed import pins
+    start = next((p for p in paths if p and os.path.exists(p)), None)
+    try:
+        return pins.choose(explicit, start).version
+    except pins.VersionError as error:
+        _fail(f"--deepspeed-version: {error}" if explicit else str(error))
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
+@click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
+              help="JSON file of TrainingArguments values: replay the HF Trainer's \"auto\" fill.")
+@click.option("--target", type=click.Choice(TARGET_NAMES),
+              help="Who hands the config to DeepSpeed. Default: hf-trainer with --training-args, accelerate with a "
+                   "YAML, hf-trainer when the JSON holds \"auto\", else deepspeed.")
+@click.option("--world-size", "world_size", type=click.IntRange(min=1), metavar="N",
+              help="Data-parallel world size. Default: what the Accelerate YAML launches, else 1.")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs per node (world size = gpus x nodes).")
+@click.option("--nodes", type=click.IntRange(min=1), help="Number of nodes (with --gpus).")
+@click.option("--model", metavar="NAME|config.json",
+              help="The model (a catalog name or a Hugging Face config.json): its hidden_size fills the \"auto\" "
+                   "bucket sizes.")
+@click.option("--dataset-size", type=click.IntRange(min=1), metavar="N",
+              help="Training samples: with num_train_epochs, the scheduler's total steps.")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Override a value on the command line: a DeepSpeed key (zero_optimization.stage=3), an "
+                   "`accelerate launch` flag (accelerate.zero_stage=3) or a TrainingArguments flag "
+                   "(args.learning_rate=1e-5). VALUE is JSON, else text. Repeatable.")
+@click.option("--deepspeed-version", "deepspeed_version", metavar="X.Y.Z",
+              help="The DeepSpeed release whose defaults apply (0.14.0 to 0.19.8). Default: the installed "
+                   "deepspeed, else a pin in the project, else the newest.")
+@click.option("--diff", "other", metavar="OTHER|deepspeed==X.Y.Z",
+              help="Compare with another config (a JSON or YAML replacing the one of the same kind) or with the "
+                   "same inputs under another DeepSpeed release.")
+@click.option("--no-defaults", is_flag=True, help="Leave out the keys at DeepSpeed's defaults.")
+@click.option("--format", "output_format", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
+              help="Strike through overridden values with terminal colours (auto: on a terminal, unless NO_COLOR).")
+def explain(paths, training_args, target, world_size, gpus, nodes, model, dataset_size, settings, deepspeed_version,
+            other, no_defaults, output_format, color):
+    """Show the config DeepSpeed finally receives: every key, defaults included, and where each value came
+    from (the JSON, the Accelerate YAML, TrainingArguments, a --set flag, Accelerate's or the Trainer's
+    fill, or DeepSpeed's default). Values another source overrode are shown struck through."""
+    from .chain import ExplainError, Request, explain as run
+    from . import render
+
+    if not paths:
+        raise click.UsageError("give a ds_config.json, an Accelerate YAML, or both")
+    deepspeed_path, accelerate_path = _split_paths(paths)
+    world_source = "--world-size"
+    if gpus is not None or nodes is not None:
+        if world_size is not None:
+            raise click.UsageError("give either --world-size or --gpus/--nodes, not both")
+        if gpus is None:
+            raise click.UsageError("--nodes needs --gpus (GPUs per node)")
+        world_size, world_source = gpus * (nodes or 1), f"--gpus {gpus} × --nodes {nodes or 1}"
+    version = _release(deepspeed_version, paths)
+    request = Request(deepspeed_path, accelerate_path, training_args, target, world_size, world_source, model,
+                      dataset_size, tuple(settings), version)
+    try:
+        result = run(request)
+        compared = None
+        if other is not None:
+            compared = run(_other_request(request, other))
+    except ExplainError as error:
+        _fail(escape.characters(str(error)))
+    use_color = color == "always" or (color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    if compared is not None and compared.facts["backend"] != result.facts["backend"]:
+        from . import plan
+        if output_format == "json":
+            import json
+            text = json.dumps(plan.plan_dict(result, compared), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        else:
+            text = plan.plan_text(result, compared, _name(request, result), _name(_other_request(request, other),
+                                                                                      compared))
+        click.echo(text, nl=False)
+        sys.exit(1 if any(differs for *_, differs in plan.plan_rows(result, compared)) else 0)
+    if compared is not None:
+        if output_format == "json":
+            import json
+            text = json.dumps(render.diff_dict(result, compared), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        else:
+            text = render.diff_text(result, compared, _name(request, result),
+                                    _name(_other_request(request, other), compared), use_color)
+        click.echo(text, nl=False)
+        sys.exit(1 if render.differences(result, compared) else 0)
+    if output_format == "json":
+        click.echo(render.as_json(result), nl=False)
+    else:
+        click.echo(render.text(result, use_color, defaults=not no_defaults), nl=False)
+        if result.findings:
+            from .. import report
+            click.echo("\ndsconfig lint finds:")
+            click.echo(report.render("concise", result.findings), nl=False)
+    errors = any(f.severity == "error" for f in result.findings)
+    sys.exit(1 if result.failed or errors else 0)
+
+
+def _other_request(request, other: str):
+    """--diff OTHER: a release (deepspeed==X.Y.Z), or a file replacing the input of its kind."""
+    if other.startswith(RELEASE_PREFIX):
+        version = _release(other[len(RELEASE_PREFIX):], ())
+        return request._replace(deepspeed_version=version)
+    if other.lower().endswith((".yaml", ".yml")):
+        if _is_fsdp(other):  # an FSDP YAML stands alone: no DeepSpeed JSON, no Trainer fill
+            return request._replace(accelerate_path=other, deepspeed_path=None, training_args_path=None, settings=())
+        return request._replace(accelerate_path=other)
+    if request.accelerate_path is not None and _is_fsdp(request.accelerate_path):
+        return request._replace(deepspeed_path=other, accelerate_path=None, settings=())
+    return request._replace(deepspeed_path=other)
+
+
+def _is_fsdp(path: str) -> bool:
+    """Whether an Accelerate YAML launches FSDP (unreadable: no; explain then reports it as it is)."""
+    try:
+        import yaml
+        with open(path, encoding="utf-8") as handle:
+            value = yaml.safe_load(handle)
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    return isinstance(value, dict) and value.get("distributed_type") == "FSDP"
+
+
+def _name(request, result) -> str:
+    files = [p for p in (request.deepspeed_path, request.accelerate_path) if p]
+    if result.facts.get("backend") == "fsdp":
+        return " + ".join(files) + " (FSDP)"
+    return " + ".join(files) + f" (DeepSpeed {request.deepspeed_version})"

@@ -1,0 +1,151 @@
+"""A DeepSpeed config and an FSDP config side by side, in the words both share.
+
+The two backends name nothing alike (`zero_optimization.stage: 3` is `FULL_SHARD`, an offload device
+is `cpu_offload`), so `dsconfig explain ds_config.json --diff fsdp.yaml` compares what each one does:
+what is sharded, what is offloaded, the mixed precision, whether a save writes full weights, and the
+batch settings where the config holds them. Each value keeps the source of the setting it comes from.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .chain import Explanation
+from .render import origin_text
+
+NOT_HERE = "(not in this config: the script's or TrainingArguments')"
+
+
+class Item(NamedTuple):
+    value: object
+    source: str
+
+
+# FSDP sharding strategies: (optimizer states, gradients, parameters) sharded, and over which ranks.
+_FSDP1 = {
+    "FULL_SHARD": (True, True, True, "all ranks"),
+    "SHARD_GRAD_OP": (True, True, False, "all ranks"),
+    "NO_SHARD": (False, False, False, ""),
+    "HYBRID_SHARD": (True, True, True, "the ranks of one node"),
+    "HYBRID_SHARD_ZERO2": (True, True, False, "the ranks of one node"),
+}
+
+
+def _source(result: Explanation, pointer: str) -> str:
+    if pointer in result.unresolved:
+        return "unresolved: " + result.unresolved[pointer]
+    entry = result.sources.get(pointer)
+    return origin_text(entry.origin) if entry is not None else ""
+
+
+def _at(config: dict, *keys):
+    node = config
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def deepspeed_plan(result: Explanation) -> dict[str, Item]:
+    config = result.config
+    stage = _at(config, "zero_optimization", "stage")
+    stage_source = _source(result, "/zero_optimization/stage")
+    known = isinstance(stage, int) and not isinstance(stage, bool)
+    plan = {"world size": Item(result.facts["world_size"], result.facts["world_size_from"])}
+    for name, least in (("optimizer states sharded", 1), ("gradients sharded", 2), ("parameters sharded", 3)):
+        plan[name] = Item((stage >= least) if known else stage, f"zero_optimization.stage {stage}: {stage_source}")
+    plan["sharded over"] = Item("all ranks" if known and stage >= 1 else "", stage_source)
+    param_device = _at(config, "zero_optimization", "offload_param", "device")
+    optimizer_device = _at(config, "zero_optimization", "offload_optimizer", "device")
+    plan["parameters offloaded to"] = Item(param_device if known and stage == 3 and param_device not in (None, "none")
+                                           else "no",
+                                           _source(result, "/zero_optimization/offload_param/device"))
+    plan["optimizer states offloaded to"] = Item(
+        optimizer_device if known and stage >= 1 and optimizer_device not in (None, "none") else "no",
+        _source(result, "/zero_optimization/offload_optimizer/device"))
+    bf16, fp16 = _at(config, "bf16", "enabled"), _at(config, "fp16", "enabled")
+    mixed = "bf16" if bf16 is True else "fp16" if fp16 is True else "no"
+    pointer = "/bf16/enabled" if mixed == "bf16" else "/fp16/enabled"
+    plan["mixed precision"] = Item(mixed, _source(result, pointer))
+    if known and stage == 3:
+        gather = _at(config, "zero_optimization", "stage3_gather_16bit_weights_on_model_save")
+        plan["a save writes full weights"] = Item(gather is True, _source(
+            result, "/zero_optimization/stage3_gather_16bit_weights_on_model_save"))
+    else:
+        plan["a save writes full weights"] = Item(True, f"zero_optimization.stage {stage}: parameters are whole")
+    for name, key in (("micro batch per GPU", "train_micro_batch_size_per_gpu"),
+                      ("gradient accumulation steps", "gradient_accumulation_steps"),
+                      ("gradient clipping", "gradient_clipping")):
+        plan[name] = Item(config.get(key), _source(result, f"/{key}"))
+    return plan
+
+
+def fsdp_plan(result: Explanation) -> dict[str, Item]:
+    settings = result.config
+    version = settings.get("fsdp_version")
+    plan = {"world size": Item(result.facts["world_size"], result.facts["world_size_from"])}
+    if version == 2:  # fully_shard always shards; reshard_after_forward false keeps them gathered (ZeRO-2-like)
+        reshard = settings.get("reshard_after_forward")
+        source = _source(result, "/reshard_after_forward")
+        shards = (True, True, reshard is not False, "all ranks")
+    else:
+        strategy = settings.get("sharding_strategy")
+        source = _source(result, "/sharding_strategy")
+        shards = _FSDP1.get(strategy, (None, None, None, ""))
+    for name, value in zip(("optimizer states sharded", "gradients sharded", "parameters sharded", "sharded over"),
+                           shards):
+        plan[name] = Item(value, source)
+    offload = settings.get("cpu_offload") is True
+    offload_source = _source(result, "/cpu_offload")
+    plan["parameters offloaded to"] = Item("cpu" if offload else "no", offload_source)
+    plan["optimizer states offloaded to"] = Item("cpu" if offload else "no", offload_source)
+    plan["mixed precision"] = Item(settings.get("mixed_precision"), _source(result, "/mixed_precision"))
+    plan["a save writes full weights"] = Item(settings.get("state_dict_type") == "FULL_STATE_DICT",
+                                              _source(result, "/state_dict_type"))
+    for name in ("micro batch per GPU", "gradient accumulation steps", "gradient clipping"):
+        plan[name] = Item(None, NOT_HERE)
+    return plan
+
+
+def plan_of(result: Explanation) -> dict[str, Item]:
+    return fsdp_plan(result) if result.facts.get("backend") == "fsdp" else deepspeed_plan(result)
+
+
+def plan_rows(left: Explanation, right: Explanation) -> list[tuple[str, Item, Item, bool]]:
+    """(what, left, right, differs) for every shared notion; one the config does not hold differs from nothing."""
+    a, b = plan_of(left), plan_of(right)
+    return [(name, a[name], b[name], a[name].value != b[name].value and NOT_HERE not in (a[name].source,
+                                                                                        b[name].source))
+            for name in a]
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "-"
+    if value is True or value is False:
+        return "yes" if value else "no"
+    return str(value)
+
+
+def plan_text(left: Explanation, right: Explanation, left_name: str, right_name: str) -> str:
+    from .render import heading
+    rows = plan_rows(left, right)
+    width = max(len(name) for name, *_ in rows)
+    lines = [f"--- {left_name}: {heading(left)}", f"+++ {right_name}: {heading(right)}", "",
+             "The two configs use different backends; compared by what they do:", ""]
+    for name, a, b, differs in rows:
+        mark = "≠" if differs else " "
+        lines.append(f"{mark} {name:<{width}}  - {_shown(a.value):<14} {a.source}".rstrip())
+        lines.append(f"  {'':<{width}}  + {_shown(b.value):<14} {b.source}".rstrip())
+    count = sum(1 for *_, differs in rows if differs)
+    lines += ["", f"{count} of {len(rows)} differ."]
+    return "\n".join(lines) + "\n"
+
+
+def plan_dict(left: Explanation, right: Explanation) -> dict:
+    from .render import as_dict
+    return {"left": as_dict(left), "right": as_dict(right),
+            "plan": [{"what": name, "left": a.value, "left_source": a.source, "right": b.value,
+                      "right_source": b.source, "differs": differs}
+                     for name, a, b, differs in plan_rows(left, right)]}

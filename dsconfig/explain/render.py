@@ -1,0 +1,192 @@
+"""`dsconfig explain` output: a table for people, one JSON object for programs, and a diff of two.
+
+Text: one row per key, `key = value   source`; under a row, every value another source gave at
+that key and lost, struck through (SGR 9 on a colour terminal, `~~value~~` otherwise) with why.
+JSON: {"context", "config", "sources", "unresolved", "ignored", "failed", "findings"}; numbers
+JSON cannot hold (Accelerate's infinite steps_per_print) are written as the strings "Infinity",
+"-Infinity" and "NaN".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..pointers import dotted
+from ..values import brief
+from .chain import Explanation, leaves, same
+from .ledger import DEFAULT, Entry, Origin
+
+KEY_WIDTH = 60
+VALUE_WIDTH = 24
+
+
+def _value_text(value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
+    return brief(value, 60)
+
+
+def origin_text(origin: Origin) -> str:
+    where = origin.where()
+    if origin.kind in ("json", "yaml"):
+        return where + (f" ({origin.detail})" if origin.kind == "yaml" and origin.detail else "")
+    if origin.kind == "flag":
+        return origin.detail
+    if origin.kind == "training-args":
+        return f"TrainingArguments {origin.detail}" + (f" ({where})" if where else "")
+    return origin.detail + (f" ({where})" if where else "")
+
+
+class _Style:
+    def __init__(self, color: bool):
+        self.color = color
+
+    def struck(self, text: str) -> str:
+        return f"\x1b[9m{text}\x1b[0m" if self.color else f"~~{text}~~"
+
+    def dim(self, text: str) -> str:
+        return f"\x1b[2m{text}\x1b[0m" if self.color else text
+
+    def bold(self, text: str) -> str:
+        return f"\x1b[1m{text}\x1b[0m" if self.color else text
+
+
+def heading(result: Explanation) -> str:
+    facts = result.facts
+    who = facts["who"]
+    if facts.get("transformers_version"):
+        who += f" (transformers {facts['transformers_version']})"
+    if facts.get("backend") == "fsdp":
+        line = f"What {who} holds at world size {facts['world_size']} ({facts['world_size_from']})"
+    else:
+        line = (f"What DeepSpeed {facts['deepspeed_version']} receives from {who} at world size "
+                f"{facts['world_size']} ({facts['world_size_from']})")
+    if facts.get("model"):
+        line += f", model {facts['model']}" + (f" (hidden_size {facts['hidden_size']})" if facts["hidden_size"] else "")
+    return line + "; files: " + (", ".join(facts["files"]) or "none")
+
+
+def text(result: Explanation, color: bool = False, defaults: bool = True) -> str:
+    style = _Style(color)
+    lines = [style.bold(heading(result)), ""]
+    visible, hidden = [], 0
+    for pointer, value in leaves(result.config):
+        entry = result.sources.get(pointer)
+        overridden = result.overridden.get(pointer, [])
+        is_default = entry is not None and entry.origin.kind == DEFAULT and not overridden
+        if is_default and not defaults:
+            hidden += 1
+        else:
+            visible.append((pointer, value, entry, overridden, is_default))
+    width = min(KEY_WIDTH, max((len(dotted(row[0])) for row in visible), default=0))
+    value_width = min(VALUE_WIDTH, max((len(_value_text(row[1])) for row in visible), default=0))
+    for pointer, value, entry, overridden, is_default in visible:
+        if pointer in result.unresolved:
+            source = "unresolved: " + result.unresolved[pointer]
+        else:
+            source = origin_text(entry.origin) if entry else ""
+        row = f"{dotted(pointer):<{width}} = {_value_text(value):<{value_width}}  {source}".rstrip()
+        lines.append(style.dim(row) if is_default else row)
+        for lost in overridden:
+            lines.append(" " * 4 + f"{style.struck(_value_text(lost.value))} {origin_text(lost.origin)}"
+                         + (f": {lost.note}" if lost.note else ""))
+    if hidden:
+        lines.append(f"({hidden} keys at DeepSpeed's defaults not shown; drop --no-defaults to see them)")
+    if result.ignored:
+        lines += ["", "Written but never read by DeepSpeed:"]
+        lines += [f"  {dotted(p)} = {_value_text(e.value)}   {origin_text(e.origin)}" for p, e in result.ignored.items()]
+    if result.failed:
+        lines += ["", "The run stops before training:"]
+        lines += [f"  {line}" for line in result.failed]
+    return "\n".join(lines) + "\n"
+
+
+def _plain(value):
+    """JSON-safe: non-finite floats as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return _value_text(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _origin_dict(entry: Entry) -> dict:
+    origin = entry.origin
+    return {"source": origin.kind, "detail": origin.detail, "file": origin.file, "line": origin.line,
+            "column": origin.column}
+
+
+def as_dict(result: Explanation) -> dict:
+    sources = {}
+    for pointer, entry in result.sources.items():
+        item = _origin_dict(entry)
+        if pointer in result.unresolved:
+            item = {"source": "unresolved", "detail": result.unresolved[pointer], "file": None, "line": None,
+                    "column": None}
+        lost = result.overridden.get(pointer)
+        if lost:
+            item["overridden"] = [dict(_origin_dict(e), value=_plain(e.value), note=e.note) for e in lost]
+        sources[pointer] = item
+    return {
+        "context": result.facts,
+        "config": _plain(result.config),
+        "sources": sources,
+        "unresolved": dict(result.unresolved),
+        "ignored": {p: dict(_origin_dict(e), value=_plain(e.value)) for p, e in result.ignored.items()},
+        "failed": list(result.failed),
+        "findings": [f.as_dict() for f in result.findings],
+    }
+
+
+def as_json(result: Explanation) -> str:
+    return json.dumps(as_dict(result), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# -- two explanations side by side ---------------------------------------------------------------------
+
+def differences(left: Explanation, right: Explanation) -> list[tuple[str, object, object]]:
+    """(pointer, left value, right value) for every key whose effective value differs; a key only one
+    side has shows the other side's value as the sentinel ABSENT."""
+    a, b = dict(leaves(left.config)), dict(leaves(right.config))
+    rows = []
+    for pointer in list(a) + [p for p in b if p not in a]:
+        x, y = a.get(pointer, ABSENT), b.get(pointer, ABSENT)
+        if x is ABSENT or y is ABSENT or not same(x, y):
+            rows.append((pointer, x, y))
+    return rows
+
+
+ABSENT = type("Absent", (), {"__repr__": lambda self: "(absent)"})()
+
+
+def diff_text(left: Explanation, right: Explanation, left_name: str, right_name: str, color: bool = False) -> str:
+    style = _Style(color)
+    rows = differences(left, right)
+    lines = [style.bold(f"--- {left_name}: {heading(left)}"), style.bold(f"+++ {right_name}: {heading(right)}"), ""]
+    if not rows:
+        lines.append("The two effective configs are the same.")
+    for pointer, x, y in rows:
+        lines.append(f"{dotted(pointer)}")
+        for sign, value, result in (("-", x, left), ("+", y, right)):
+            if value is ABSENT:
+                lines.append(f"  {sign} (absent)")
+                continue
+            entry = result.sources.get(pointer)
+            source = ("unresolved: " + result.unresolved[pointer]) if pointer in result.unresolved else \
+                (origin_text(entry.origin) if entry else "")
+            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {source}".rstrip())
+    if rows:
+        lines += ["", f"{len(rows)} key{'' if len(rows) == 1 else 's'} differ."]
+    return "\n".join(lines) + "\n"
+
+
+def diff_dict(left: Explanation, right: Explanation) -> dict:
+    rows = []
+    for pointer, x, y in differences(left, right):
+        rows.append({"pointer": pointer,
+                     "left": None if x is ABSENT else _plain(x), "left_present": x is not ABSENT,
+                     "right": None if y is ABSENT else _plain(y), "right_present": y is not ABSENT})
+    return {"left": as_dict(left), "right": as_dict(right), "differences": rows}
