@@ -35,9 +35,9 @@ PROBE = pathlib.Path(__file__).with_name("release_probe.py")
 
 
 def probe(folder: pathlib.Path, version: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(folder / version))
-    done = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, env=env,
-                          cwd=str(folder / version))
+    here = (folder / version).resolve()  # absolute: the probe runs inside it, where a relative path misleads
+    env = dict(os.environ, PYTHONPATH=str(here))
+    done = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, env=env, cwd=str(here))
     if done.returncode:
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
         raise SystemExit(f"build_releases: DeepSpeed {version} failed:\n{tail}")
@@ -56,6 +56,12 @@ def _strip_descriptions(node):
 _UNPATCHED = ("description", "title", "x-deepspeed-version")
 
 
+def _same(a, b) -> bool:
+    """Equal as JSON values: 0 and 0.0, 1 and true differ (a release's default of 0 is not 0.0). Lists of
+    different lengths and objects never reach here with equal contents of other types."""
+    return type(a) is type(b) and a == b
+
+
 def diff(base, other, path=()) -> list:
     """Operations turning `base` into `other`: ["set", [keys...], value] and ["del", [keys...]].
     Objects are compared key by key, lists of one length item by item (the key is the index);
@@ -63,7 +69,7 @@ def diff(base, other, path=()) -> list:
     if isinstance(base, list) and isinstance(other, list) and len(base) == len(other):
         return [op for i, (a, b) in enumerate(zip(base, other)) for op in diff(a, b, (*path, i))]
     if not (isinstance(base, dict) and isinstance(other, dict)):
-        return [] if base == other else [["set", list(path), _strip_descriptions(other)]]
+        return [] if _same(base, other) else [["set", list(path), _strip_descriptions(other)]]
     ops = []
     for key in base:
         if key in _UNPATCHED:
