@@ -1076,6 +1076,12 @@ def _check_loose(value, node: dict, pointer: str, ctx: _Context, top=False) -> N
         if prop is None:
             if extra == "ignore" and not (top and key == "$schema"):
                 where = "at the top level" if top else f"in `{dotted(pointer)}`"
+                later = _schema.removed_later(here) if top else None
+                if later is not None:  # amp, elasticity, ... before the release that removed them
+                    ctx.add(DEPRECATED_KEY, f"`{key}` is read by DeepSpeed {_schema.active()}, but DeepSpeed "
+                            f"{later[0]} removed it and fails to load the config: {later[1].strip()}", here,
+                            on_key=True)
+                    continue
                 spelled = _schema.respelled(here)
                 if spelled is not None:  # another release's name for a key this one reads
                     ctx.add(IGNORED_KEY, f"`{key}` {where} is how other DeepSpeed releases spell `{spelled}`: "

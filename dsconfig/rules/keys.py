@@ -138,9 +138,11 @@ INVALID_VALUE = Rule(
 
 DEPRECATED_KEY = Rule(
     "DS104", "deprecated-key", WARNING,
-    summary="A deprecated key; DeepSpeed still migrates it",
+    summary="A deprecated key; DeepSpeed still migrates it, or a later release removed it",
     what="""Reports a deprecated key that DeepSpeed still accepts and migrates to its new name: `cpu_offload`,
-    `cpu_offload_param`, `cpu_offload_use_pin_memory`, `stage3_gather_fp16_weights_on_model_save`, ...""",
+    `cpu_offload_param`, `cpu_offload_use_pin_memory`, `stage3_gather_fp16_weights_on_model_save`, ...; and,
+    for an older release (`--deepspeed-version`), a block it still reads that a later release removed (`amp`,
+    `elasticity`, `progressive_layer_drop`, ...: DS100 from that release on).""",
     why="""DeepSpeed logs a deprecation warning and moves the value to the new key, so the run works today; but
     the old key cannot be combined with the new one (DS105), code that reads the raw file knows only the new name
     (Accelerate's DeepSpeedPlugin looks for `stage3_gather_16bit_weights_on_model_save`), and deprecated keys end
