@@ -132,3 +132,29 @@ def test_a_key_another_release_spells_differently_gets_the_replayed_spelling():
     findings = lint_text(old, "ds_config.json", deepspeed_version="0.14.0")
     assert not [f for f in findings if f.code == "DS102"]
     assert [f.pointer for f in findings if f.code == "DS406"] == ["/seq_parallel_comm_data_type"]
+
+
+@pytest.mark.parametrize("block, held, version", [
+    ({"amp": {"enabled": True, "opt_level": "O1"}}, "amp_enabled", "0.19.5"),
+    ({"progressive_layer_drop": {"enabled": True, "theta": 0.5, "gamma": 0.001}}, "pld_enabled", "0.17.1"),
+    ({"curriculum_learning": {"enabled": True, "curriculum_type": "seqlen", "min_difficulty": 8,
+                              "max_difficulty": 64, "schedule_type": "fixed_linear",
+                              "schedule_config": {"total_curriculum_step": 10, "difficulty_step": 8}}},
+     "curriculum_enabled_legacy", "0.14.0"),
+])
+def test_a_block_removed_later_is_read_by_the_older_release(block, held, version):
+    """Not 'DeepSpeed ignores it' (DS102): the release reads it (its DeepSpeedConfig holds it on) and a later
+    release refuses it (DS104 names that release; DS100 under it)."""
+    from tests import releases as oracles
+    release = oracles.release(version)
+    if release is None:
+        pytest.skip(f"DeepSpeed {version} could not be fetched")
+    config = {"train_batch_size": 8, **block}
+    answer = release.verdict(config, 1, True)
+    assert answer["ok"] and answer["held"][held] is True
+    key = next(iter(block))
+    findings = {f.code: f for f in lint_text(json.dumps(config), "ds_config.json", deepspeed_version=version)}
+    assert "DS102" not in findings and "DS100" not in findings
+    assert findings["DS104"].pointer == f"/{key}"
+    assert f"is read by DeepSpeed {version}, but DeepSpeed 0.19.8 removed it" in findings["DS104"].message
+    assert "DS100" in {f.code for f in lint_text(json.dumps(config), "ds_config.json", deepspeed_version="0.19.8")}
