@@ -168,19 +168,29 @@ def diff_text(left: Explanation, right: Explanation, left_name: str, right_name:
     lines = [style.bold(f"--- {left_name}: {heading(left)}"), style.bold(f"+++ {right_name}: {heading(right)}"), ""]
     if not rows:
         lines.append("The two effective configs are the same.")
-    for pointer, x, y in rows:
+    both = [row for row in rows if ABSENT not in (row[1], row[2])]
+    for pointer, x, y in both:
         lines.append(f"{dotted(pointer)}")
         for sign, value, result in (("-", x, left), ("+", y, right)):
-            if value is ABSENT:
-                lines.append(f"  {sign} (absent)")
-                continue
-            entry = result.sources.get(pointer)
-            source = ("unresolved: " + result.unresolved[pointer]) if pointer in result.unresolved else \
-                (origin_text(entry.origin) if entry else "")
-            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {source}".rstrip())
+            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {_source_of(result, pointer)}".rstrip())
+    # A key only one side has (a release's new setting, a section only one file writes): one line each.
+    for sign, name, side, index in (("-", left_name, left, 1), ("+", right_name, right, 2)):
+        only = [row for row in rows if row[3 - index] is ABSENT]
+        if only:
+            lines += ["", f"Only in {name}:"]
+            lines += [f"  {sign} {dotted(row[0])} = {_value_text(row[index])}   {_source_of(side, row[0])}".rstrip()
+                      for row in only]
     if rows:
-        lines += ["", f"{len(rows)} key{'' if len(rows) == 1 else 's'} differ."]
+        lines += ["", f"{len(rows)} key{'' if len(rows) == 1 else 's'} differ"
+                  + (f" ({len(both)} in both)." if len(both) != len(rows) else ".")]
     return "\n".join(lines) + "\n"
+
+
+def _source_of(result: Explanation, pointer: str) -> str:
+    if pointer in result.unresolved:
+        return "unresolved: " + result.unresolved[pointer]
+    entry = result.sources.get(pointer)
+    return origin_text(entry.origin) if entry else ""
 
 
 def diff_dict(left: Explanation, right: Explanation) -> dict:

@@ -133,6 +133,10 @@ def test_diff_against_another_release_shows_the_changed_default(tmp_path):
     lines = output.splitlines()
     at = lines.index("gradient_clipping")  # 1.0 since DeepSpeed 0.19.3, 0.0 before
     assert lines[at + 1].split()[:2] == ["-", "1.0"] and lines[at + 2].split()[:2] == ["+", "0.0"]
+    # a setting only the newer release has: one line, under the release that has it
+    only = lines.index(f"Only in {clean} (DeepSpeed 0.19.8):")
+    assert "  - zero_optimization.compute_grad_norm = true   DeepSpeed 0.19.8's default" in lines[only:]
+    assert "zero_optimization.compute_grad_norm" not in lines
 
 
 def test_diff_of_a_config_with_itself_is_empty():
@@ -186,3 +190,25 @@ def test_a_yaml_that_launches_neither_deepspeed_nor_fsdp_is_refused(tmp_path):
 def test_explain_imports_neither_torch_nor_deepspeed_nor_accelerate():
     loaded = modules_after(["explain", DS_AUTO, "--training-args", ARGS, "--world-size", "8"], os.getcwd())
     assert not {"torch", "deepspeed", "accelerate", "transformers"} & loaded
+
+
+@pytest.mark.parametrize("document", ["docs/explain.md", "README.md"])
+def test_the_examples_in_the_docs_are_real(document, monkeypatch):
+    """The first `dsconfig explain` console block of each document: the command as written, and each line it
+    shows ("..." stands for lines left out) in the real output, in order."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / document).read_text(encoding="utf-8")
+    console = text.split("```console\n$ dsconfig explain ", 1)[1].split("```")[0]
+    console = "$ dsconfig explain " + console
+    command, *shown = console.rstrip("\n").split("\n")
+    argv = command.removeprefix("$ dsconfig explain ").split()
+    monkeypatch.chdir(root)  # the paths are the repository's
+    code, output = run(*argv)
+    assert code == 0
+    lines = output.splitlines()
+    at = 0
+    for line in shown:
+        if line == "...":
+            continue
+        assert line in lines[at:], line
+        at = lines.index(line, at) + 1
