@@ -14,6 +14,7 @@ import click
 
 from .. import escape
 from ..targets import NAMES as TARGET_NAMES
+from ..training.epochs import MAX_DATASET_SIZE
 
 RELEASE_PREFIX = "deepspeed=="
 
@@ -37,13 +38,13 @@ def _split_paths(paths) -> tuple[str | None, str | None]:
     return deepspeed_path, accelerate_path
 
 
-def _release(explicit: str | None, paths) -> str:
+def _release(explicit: str | None, paths, option: str = "--deepspeed-version") -> str:
     from ..deepspeed import pins
     start = next((p for p in paths if p and os.path.exists(p)), None)
     try:
         return pins.choose(explicit, start).version
     except pins.VersionError as error:
-        _fail(f"--deepspeed-version: {error}" if explicit else str(error))
+        _fail(f"{option}: {error}" if explicit else str(error))
 
 
 @click.command()
@@ -60,7 +61,7 @@ def _release(explicit: str | None, paths) -> str:
 @click.option("--model", metavar="NAME|config.json",
               help="The model (a catalog name or a Hugging Face config.json): its hidden_size fills the \"auto\" "
                    "bucket sizes.")
-@click.option("--dataset-size", type=click.IntRange(min=1), metavar="N",
+@click.option("--dataset-size", type=click.IntRange(min=1, max=MAX_DATASET_SIZE), metavar="N",
               help="Training samples: with num_train_epochs, the scheduler's total steps.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Override a value on the command line: a DeepSpeed key (zero_optimization.stage=3), an "
@@ -139,7 +140,7 @@ def explain(paths, training_args, target, world_size, gpus, nodes, model, datase
 def _other_request(request, other: str):
     """--diff OTHER: a release (deepspeed==X.Y.Z), or a file replacing the input of its kind."""
     if other.startswith(RELEASE_PREFIX):
-        version = _release(other[len(RELEASE_PREFIX):], ())
+        version = _release(other[len(RELEASE_PREFIX):], (), "--diff")
         return request._replace(deepspeed_version=version)
     if other.lower().endswith((".yaml", ".yml")):
         if _is_fsdp(other):  # an FSDP YAML stands alone: no DeepSpeed JSON, no Trainer fill

@@ -163,6 +163,8 @@ def test_diff_against_another_file_in_json(tmp_path):
     ([PLAIN, "--set", "accelerate.zero_stage=3"], "give the Accelerate YAML too"),
     ([PLAIN, "--world-size", "2", "--gpus", "2"], "give either --world-size or --gpus/--nodes"),
     ([], "give a ds_config.json, an Accelerate YAML, or both"),
+    ([PLAIN, "--diff", "deepspeed==1.0"], "--diff: \"1.0\" is not a DeepSpeed version"),
+    ([PLAIN, "--dataset-size", "1" + "0" * 20], "--dataset-size"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, says):
     code, output = run(*argv)
