@@ -2,7 +2,7 @@
 
 Text: one row per key, `key = value   source`; under a row, every value another source gave at
 that key and lost, struck through (SGR 9 on a colour terminal, `~~value~~` otherwise) with why.
-JSON: {"context", "config", "sources", "unresolved", "ignored", "failed", "findings"}; numbers
+JSON: {"context", "config", "received", "sources", "unresolved", "ignored", "failed", "findings"}; numbers
 JSON cannot hold (Accelerate's infinite steps_per_print) are written as the strings "Infinity",
 "-Infinity" and "NaN".
 """
@@ -133,6 +133,8 @@ def as_dict(result: Explanation) -> dict:
     return {
         "context": result.facts,
         "config": _plain(result.config),
+        # the dict handed to deepspeed.initialize (the Trainer's or Accelerate's), before DeepSpeedConfig's defaults
+        "received": _plain(result.stages.get("final")),
         "sources": sources,
         "unresolved": dict(result.unresolved),
         "ignored": {p: dict(_origin_dict(e), value=_plain(e.value)) for p, e in result.ignored.items()},

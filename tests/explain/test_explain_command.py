@@ -66,8 +66,12 @@ def test_the_trainer_fills_auto_and_each_row_says_who():
 def test_json_output_has_the_documented_keys_and_sources():
     code, data = as_json(DS_AUTO, "--training-args", ARGS, "--world-size", "8")
     assert code == 0
-    assert set(data) == {"context", "config", "sources", "unresolved", "ignored", "failed", "findings"}
+    assert set(data) == {"context", "config", "received", "sources", "unresolved", "ignored", "failed", "findings"}
     assert data["config"]["train_batch_size"] == 256
+    # what the Trainer hands to deepspeed.initialize: the file's keys filled, no DeepSpeed default added
+    assert data["received"]["train_batch_size"] == 256 and "round_robin_gradients" not in data["received"][
+        "zero_optimization"]
+    assert set(data["received"]) == set(json.loads(Path(DS_AUTO).read_text())) | {"fp16"}
     assert data["config"]["steps_per_print"] == "Infinity"  # JSON holds no infinity: written as text
     source = data["sources"]["/train_micro_batch_size_per_gpu"]
     assert source["source"] == "trainer" and source["file"].endswith("training_args.json") and source["line"] == 3
