@@ -13,8 +13,8 @@ an explicit null is not an absent key: `int(None)` for data_efficiency's max_bat
 no JSON value can hold (tensor_parallel.dtype is a torch dtype). Where DeepSpeed rejects the config, the view must say so.
 
 Populations: every DeepSpeed JSON of the corpus at world sizes 1, 2 and 8, under the installed 0.19.8
-and each release of tests.releases.DIFFERENTIAL (in its own process), and hypothesis-generated configs
-under 0.19.8.
+and each release of tests.releases.DIFFERENTIAL (in its own process; every other supported release with
+the slow tests), and hypothesis-generated configs under 0.19.8.
 """
 
 from __future__ import annotations
@@ -148,8 +148,15 @@ def releases_newest() -> str:
     return known.NEWEST
 
 
+def _every_release():
+    """The installed release and tests.releases.DIFFERENTIAL; every other supported release as a slow test."""
+    from dsconfig.deepspeed.releases import SUPPORTED
+    quick = (INSTALLED,) + releases.DIFFERENTIAL
+    return list(quick) + [pytest.param(v, marks=pytest.mark.slow) for v in SUPPORTED if v not in quick]
+
+
 @pytest.mark.skipif(not CORPUS, reason="no corpus")
-@pytest.mark.parametrize("version", (INSTALLED,) + releases.DIFFERENTIAL)
+@pytest.mark.parametrize("version", _every_release())
 def test_corpus_effective_config_is_what_deepspeed_holds(version, capsys):
     release = _oracle(version)
     problems, agreed = [], 0
