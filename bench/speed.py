@@ -7,6 +7,9 @@
                      in-process checks (target: at least 2x its checks per second)
   estimate_speed.py  cold `dsconfig estimate` (target: median under 150 ms)
   generate_speed.py  cold `dsconfig generate` (target: median under 150 ms)
+  explain_speed.py   cold `dsconfig explain` vs the real Trainer/Accelerate/DeepSpeed chain in a fresh
+                     process (target: median under 150 ms)
+  api.py             `import dsconfig` and the first `dsconfig.check` (the cost to a training script)
 
     python bench/speed.py
 """
@@ -18,7 +21,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("lint_speed.py", "throughput.py", "estimate_speed.py", "generate_speed.py")
+SCRIPTS = ("lint_speed.py", "throughput.py", "estimate_speed.py", "generate_speed.py", "explain_speed.py", "api.py")
 
 
 def main() -> int:
