@@ -107,7 +107,7 @@ def test_no_tomllib_import_without_a_config_file(tmp_path):
 @pytest.mark.parametrize("body,message", [
     ('selct = ["DS1"]', "unknown key `selct`; did you mean `select`?"),
     ('world_sizes = [8]', "did you mean `world-sizes`?"),
-    ('select = ["DS999"]', "unknown rule selector `DS999`; did you mean `DS900`?"),
+    ('select = ["DS999"]', "unknown rule selector `DS999`; did you mean `DS954`?"),
     ('select = "DS1"', "`select` must be a list of strings"),
     ('fail-on = "warn"', "`fail-on` must be error, warning or info"),
     ('world-sizes = [0]', "`world-sizes` must be a list of positive integers"),
