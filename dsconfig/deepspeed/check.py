@@ -15,7 +15,7 @@ from ..rules.batch import BATCHNORM_ONE_SAMPLE, MICRO_BATCH_ONE
 from ..rules.files import NOT_AN_OBJECT
 from ..rules.keys import REMOVED_KEY, STEP_VALUE, WRONG_TYPE
 from ..values import describe
-from . import batch, model_checks, schema, syntax, trainer
+from . import batch, schema, syntax, trainer
 from . import target as auto
 from .initialize import check_initialize
 from .loose import check_loose
@@ -65,6 +65,7 @@ def config_findings(config: dict, target: targets.Target, options, written=None)
         findings.extend(trainer.trainer_findings(config, options.training_args, world_sizes,
                                                  dataset_size=options.dataset_size, model=getattr(options, "model", None)))
     if getattr(options, "model", None) is not None:
+        from . import model_checks  # with --model only: it reads the model tables through dsconfig.accelerate
         findings.extend(model_checks.model_findings(config, options.model, target, world_sizes))
     if options.dataset_size:
         findings.extend(trainer.dataset_table(config, options.dataset_size, world_sizes, target,

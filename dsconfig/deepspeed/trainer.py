@@ -47,8 +47,6 @@ from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..training.epochs import epoch
 from ..values import closest, to_json
 from . import batch, schema
-from .hidden_fills import NoHiddenSize, bucket_fills
-from .model_facts import facts_of
 from .target import auto_pointers
 
 TRANSFORMERS_VERSION = "5.23.0"
@@ -743,6 +741,8 @@ def _hidden_size_fills(config: dict, model) -> dict[str, str]:
     """With --model: the numbers the Trainer writes over the hidden-size "auto" values, by pointer."""
     if model is None:
         return {}
+    from .hidden_fills import NoHiddenSize, bucket_fills  # with --model only: they read dsconfig.accelerate's tables
+    from .model_facts import facts_of
     facts = facts_of(model)
     try:
         fills = bucket_fills(config, facts.hidden_size)

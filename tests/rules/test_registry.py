@@ -52,6 +52,18 @@ def test_lint_path_imports_nothing_heavy(tmp_path):
     assert not loaded & set(heavy), loaded & set(heavy)
 
 
+def test_a_ds_config_without_model_loads_no_accelerate_or_model_checks(tmp_path):
+    """The model-aware checks read the model tables through dsconfig.accelerate: only with --model (cold lint
+    of a plain ds_config.json is the figure README's speed table promises)."""
+    config = tmp_path / "ds_config.json"
+    config.write_text('{"train_batch_size": "auto", "zero_optimization": {"stage": 3}}')
+    loaded = modules_after(["lint", str(config)], ROOT)
+    assert not {m for m in loaded if m.startswith("dsconfig.accelerate") or m in (
+        "dsconfig.deepspeed.model_checks", "dsconfig.deepspeed.model_facts", "dsconfig.deepspeed.hidden_fills")}
+    with_model = modules_after(["lint", str(config), "--model", "llama-3-8b"], ROOT)
+    assert "dsconfig.deepspeed.model_checks" in with_model
+
+
 NEVER = ("torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonschema", "numpy")
 
 
