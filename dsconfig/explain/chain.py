@@ -448,6 +448,12 @@ def explain(request: Request) -> Explanation:
     ds_path = request.deepspeed_path
     if ds_path is None and launch is not None and launch.config_file is not None:
         ds_path = _beside(launch.config_file, request.accelerate_path)
+        if not os.path.exists(ds_path):
+            line, column = yaml_doc.locate("/deepspeed_config/deepspeed_config_file")
+            raise ExplainError(f"{yaml_doc.path}:{line}:{column}: deepspeed_config_file {launch.config_file}: no such "
+                               "file here or beside the YAML (Accelerate opens it from the folder the job is launched "
+                               "in); give the JSON too: dsconfig explain ds_config.json "
+                               f"{request.accelerate_path}")
     ds_doc = _read(ds_path, "deepspeed") if ds_path is not None else None
 
     args_doc, args = None, None

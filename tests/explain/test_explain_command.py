@@ -218,3 +218,17 @@ def test_the_examples_in_the_docs_are_real(document, monkeypatch):
             continue
         assert line in lines[at:], line
         at = lines.index(line, at) + 1
+
+
+def test_a_yaml_naming_a_missing_json_says_where_and_what_to_do(tmp_path):
+    yaml_path = tmp_path / "accelerate.yaml"
+    yaml_path.write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: configs/ds.json\n"
+                         "num_processes: 2\n")
+    code, output = run(str(yaml_path))
+    assert code == 2
+    assert f"{yaml_path}:3:26: deepspeed_config_file configs/ds.json: no such file" in output
+    assert f"give the JSON too: dsconfig explain ds_config.json {yaml_path}" in output
+    # given as the command says, the JSON is explained; lint still reports the launch failing on the missing file
+    (tmp_path / "mine.json").write_text(json.dumps(CLEAN))
+    code, output = run(str(tmp_path / "mine.json"), str(yaml_path), "--color", "never")
+    assert code == 1 and " = 2 " in row(output, "zero_optimization.stage") and "error ACC020" in output
