@@ -22,11 +22,13 @@ from __future__ import annotations
 import copy
 import json
 import os
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dsconfig.deepspeed import schema
+from dsconfig.deepspeed.releases import NEWEST, SUPPORTED
 from dsconfig.explain.chain import _set_at, leaves, same
 from dsconfig.explain.deepspeed_view import effective
 from tests import releases
@@ -73,6 +75,7 @@ def written_out(view) -> dict:
     return out
 
 
+@cache
 def _deprecated_fields() -> frozenset:
     """Pydantic fields DeepSpeed migrates into another (cpu_offload): written, the model no longer holds them."""
     names = set()
@@ -106,7 +109,8 @@ class Installed:
     version = INSTALLED
 
     @staticmethod
-    def verdict(config: dict, world: int, held_too: bool = True) -> dict:
+    def verdict(config: dict, world: int, _held: bool = True) -> dict:
+        """As tests.releases.Release.verdict with held=True."""
         with oracle.world(world):
             try:
                 built = DeepSpeedConfig(copy.deepcopy(config))
@@ -130,7 +134,7 @@ def compare(release, version: str, config: dict, world: int) -> str | None:
     try:
         view = effective(config, world)
     finally:
-        schema.use(releases_newest())
+        schema.use(NEWEST)
     truth = release.verdict(config, world, True)
     if not truth["ok"]:
         return None if view.failed else f"DeepSpeed raises {truth['error'][:200]}; the view says nothing"
@@ -143,14 +147,8 @@ def compare(release, version: str, config: dict, world: int) -> str | None:
     return "; ".join(found[:4]) if found else None
 
 
-def releases_newest() -> str:
-    from dsconfig.deepspeed import releases as known
-    return known.NEWEST
-
-
 def _every_release():
     """The installed release and tests.releases.DIFFERENTIAL; every other supported release as a slow test."""
-    from dsconfig.deepspeed.releases import SUPPORTED
     quick = (INSTALLED,) + releases.DIFFERENTIAL
     return list(quick) + [pytest.param(v, marks=pytest.mark.slow) for v in SUPPORTED if v not in quick]
 
@@ -190,6 +188,6 @@ def test_gradient_clipping_default_follows_the_release():
         try:
             shown[version] = effective(config, 1).config["gradient_clipping"]
         finally:
-            schema.use(releases_newest())
+            schema.use(NEWEST)
     assert shown == {"0.19.2": 0.0, "0.19.3": 1.0, INSTALLED: 1.0}
     assert Installed.verdict(config, 1)["held"]["gradient_clipping"] == 1.0
