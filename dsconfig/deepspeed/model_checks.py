@@ -107,7 +107,8 @@ def launch_marks_moe_leaves(launch_args: dict, model) -> bool:
 # -- DS951 -------------------------------------------------------------------------------------------
 
 def _positive_int(value) -> int | None:
-    """A size to check; past 2**63 no GPU count is meant, and products of such sizes outgrow what a message can print."""
+    """A size to check; past 2**63 no GPU count is meant, and products of such sizes outgrow what a message
+    can print."""
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63 else None
 
 

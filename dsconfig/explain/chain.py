@@ -359,8 +359,9 @@ def _trainer_step(config: dict, args: dict, args_doc, args_flags: dict, world: i
     if run.early_error:
         failed.append(f"Accelerate raises ValueError: {run.early_error[1]}")
     if run.mismatches:
+        lines = " ".join(trainer.mismatch_line(o) for o in run.mismatches)
         failed.append("the HF Trainer raises ValueError: Please correct the following DeepSpeed config values that "
-                      "mismatch TrainingArguments values: " + " ".join(trainer.mismatch_line(o) for o in run.mismatches))
+                      "mismatch TrainingArguments values: " + lines)
     unresolved.update(_hidden_fills(filled, hidden_size, model_given, ledger, failed))
     return filled, unresolved
 

@@ -95,7 +95,8 @@ def text(result: Explanation, color: bool = False, defaults: bool = True) -> str
         lines.append(f"({hidden} keys at DeepSpeed's defaults not shown; drop --no-defaults to see them)")
     if result.ignored:
         lines += ["", "Written but never read by DeepSpeed:"]
-        lines += [f"  {dotted(p)} = {_value_text(e.value)}   {origin_text(e.origin)}" for p, e in result.ignored.items()]
+        lines += [f"  {dotted(p)} = {_value_text(e.value)}   {origin_text(e.origin)}"
+                  for p, e in result.ignored.items()]
     if result.failed:
         lines += ["", "The run stops before training:"]
         lines += [f"  {line}" for line in result.failed]

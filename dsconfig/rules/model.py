@@ -173,7 +173,8 @@ NO_HIDDEN_SIZE = Rule(
 
 ZERO3_SAVE_NO_WEIGHTS = Rule(
     "DS954", "zero3-save-no-weights", WARNING,
-    summary="ZeRO-3 with the HF Trainer and stage3_gather_16bit_weights_on_model_save off: save_model writes no weights",
+    summary="ZeRO-3 with the HF Trainer and stage3_gather_16bit_weights_on_model_save off: save_model writes no "
+            "weights",
     what="""With `--model` and the hf-trainer target, reports ZeRO stage 3 with
     `stage3_gather_16bit_weights_on_model_save` false, absent or "auto" (Accelerate's DeepSpeedPlugin fills
     false unless ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL says otherwise).""",

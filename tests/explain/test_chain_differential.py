@@ -35,11 +35,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 pytest.importorskip("deepspeed")
 
-from tests import oracle  # noqa: E402
-from tests.explain import test_deepspeed_view as view  # noqa: E402
-from dsconfig.explain.deepspeed_view import effective  # noqa: E402
 from dsconfig.deepspeed.trainer import MISMATCH_HEAD  # noqa: E402
+from dsconfig.explain.deepspeed_view import effective  # noqa: E402
+from tests import oracle  # noqa: E402
 from tests.deepspeed.test_trainer import OUTPUT_DIR, WorldArgs, real_steps  # noqa: E402
+from tests.explain import test_deepspeed_view as view  # noqa: E402
 
 MODEL = "llama-3-8b"
 HIDDEN = 4096  # llama-3-8b's hidden_size
@@ -182,8 +182,8 @@ def test_trainer_fill_equals_the_real_trainer(args_name, tmp_path, capsys):
                 agreed_failures += 1
                 continue
             if ours.failed:
-                problems.append(f"{label} @ {world}: dsconfig says the run stops ({ours.failed[0][:200]}); the real one "
-                                "does not")
+                problems.append(f"{label} @ {world}: dsconfig says the run stops ({ours.failed[0][:200]}); the real "
+                                "one does not")
                 continue
             after_trainer, final = real
             for stage, real_value in (("accelerate", after_trainer), ("final", final)):

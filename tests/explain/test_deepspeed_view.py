@@ -10,7 +10,8 @@ gradient_clipping 0.0 shown as 1.0), a dropped key DeepSpeed passes on, or a key
 
 Two kinds of leaf cannot be written back and are left out: a null DeepSpeed put there (for DeepSpeed
 an explicit null is not an absent key: `int(None)` for data_efficiency's max_batch_size) and a default
-no JSON value can hold (tensor_parallel.dtype is a torch dtype). Where DeepSpeed rejects the config, the view must say so.
+no JSON value can hold (tensor_parallel.dtype is a torch dtype). Where DeepSpeed rejects the config, the
+view must say so.
 
 Populations: every DeepSpeed JSON of the corpus at world sizes 1, 2 and 8, under the installed 0.19.8
 and each release of tests.releases.DIFFERENTIAL (in its own process; every other supported release with
