@@ -17,6 +17,10 @@ REDUCE_BUCKET = "zero_optimization.reduce_bucket_size"
 PREFETCH_BUCKET = "zero_optimization.stage3_prefetch_bucket_size"
 PERSISTENCE_THRESHOLD = "zero_optimization.stage3_param_persistence_threshold"
 HIDDEN_SIZE_KEYS = (REDUCE_BUCKET, PREFETCH_BUCKET, PERSISTENCE_THRESHOLD)
+# key -> (how, in words; the value from h). The Trainer and Accelerate's prepare() compute the same three.
+FORMULAS = {REDUCE_BUCKET: ("hidden_size²", lambda h: h * h),
+            PREFETCH_BUCKET: ("int(0.9 × hidden_size²)", lambda h: int(0.9 * h * h)),
+            PERSISTENCE_THRESHOLD: ("10 × hidden_size", lambda h: 10 * h)}
 
 # trainer_config_finalize's message, word for word; {keys} is the Python list of the "auto" keys.
 NO_HIDDEN_SIZE = ("The model's config file has neither `hidden_size` nor `hidden_sizes` entry, therefore it's not "
@@ -94,11 +98,8 @@ def bucket_fills(config: dict, hidden_size: int | None) -> list[tuple[str, objec
         return []
     if hidden_size is None:
         raise NoHiddenSize(autos)
-    h = hidden_size
-    fills = [(REDUCE_BUCKET, h * h)]
-    if _value(config, "zero_optimization.stage") == 3:
-        fills += [(PREFETCH_BUCKET, int(0.9 * h * h)), (PERSISTENCE_THRESHOLD, 10 * h)]
-    return [(key, value) for key, value in fills if key in autos]
+    filled = HIDDEN_SIZE_KEYS if _value(config, "zero_optimization.stage") == 3 else (REDUCE_BUCKET,)
+    return [(key, FORMULAS[key][1](hidden_size)) for key in filled if key in autos]
 
 
 def accelerate_hidden_size(model_config: dict) -> int | None:

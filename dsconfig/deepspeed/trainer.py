@@ -741,17 +741,20 @@ def _hidden_size_fills(config: dict, model) -> dict[str, str]:
     """With --model: the numbers the Trainer writes over the hidden-size "auto" values, by pointer."""
     if model is None:
         return {}
-    from .hidden_fills import NoHiddenSize, bucket_fills  # with --model only: they read dsconfig.accelerate's tables
+    # with --model only: they read dsconfig.accelerate's tables
+    from .hidden_fills import HIDDEN_SIZE_KEYS, NoHiddenSize, bucket_fills
     from .model_facts import facts_of
     facts = facts_of(model)
     try:
         fills = bucket_fills(config, facts.hidden_size)
     except NoHiddenSize:
-        return {"/" + key.replace(".", "/"): f"nothing: {facts.name} has no hidden size and train() fails (DS953)"
-                for key in ("zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size",
-                            "zero_optimization.stage3_param_persistence_threshold")}
-    return {"/" + key.replace(".", "/"): f"{value} ({_FILL_SOURCES['/' + key.replace('.', '/')]}: {facts.name} "
-                                         f"has hidden_size {facts.hidden_size})" for key, value in fills}
+        return {pointer_from(key.split(".")): f"nothing: {facts.name} has no hidden size and train() fails (DS953)"
+                for key in HIDDEN_SIZE_KEYS}
+    shown = {}
+    for key, value in fills:
+        pointer = pointer_from(key.split("."))
+        shown[pointer] = f"{value} ({_FILL_SOURCES[pointer]}: {facts.name} has hidden_size {facts.hidden_size})"
+    return shown
 
 
 def _describe_fills(config: dict, model=None) -> list[Finding]:

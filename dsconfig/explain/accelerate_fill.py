@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 from typing import NamedTuple
 
+from ..deepspeed.hidden_fills import FORMULAS
 from ..values import py_str
 
 # DeepSpeedPlugin's plugin_to_config_mapping: attribute -> the dotted ds_config key it fills.
@@ -185,15 +186,8 @@ def prepare_fills(config: dict, world_size: int, gradient_accumulation: int | No
     fills.append(PrepareFill("gradient_clipping", 1.0, "Accelerate's fixed fill"))
     fills.append(PrepareFill("zero_optimization.stage3_gather_16bit_weights_on_model_save", False,
                              "Accelerate's fixed fill"))
-    for dotted, factor, how in (("zero_optimization.reduce_bucket_size", 1.0, "hidden_size²"),
-                                ("zero_optimization.stage3_prefetch_bucket_size", 0.9, "int(0.9 × hidden_size²)"),
-                                ("zero_optimization.stage3_param_persistence_threshold", None, "10 × hidden_size")):
-        if hidden_size is None:
-            value = UNRESOLVED
-        elif factor is None:
-            value = 10 * hidden_size
-        else:
-            value = int(factor * hidden_size * hidden_size) if factor != 1.0 else hidden_size * hidden_size
+    for dotted, (how, formula) in FORMULAS.items():
+        value = UNRESOLVED if hidden_size is None else formula(hidden_size)
         fills.append(PrepareFill(dotted, value, f"{how} of the model's hidden_size"
                                  + (f" {hidden_size}" if hidden_size is not None else " (give --model)")))
     for dotted, how in (("optimizer.params.lr", "the lr of the DummyOptim the script passes"),

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from .. import engine
 from ..deepspeed import trainer
+from ..pairs import resolve as resolve_config_file
 from ..pointers import dotted as dotted_of, pointer_from, pointer_join, pointer_tokens
 from ..targets import ACCELERATE, BY_NAME, DEEPSPEED, HF_TRAINER, Target
 from ..values import brief, is_auto
@@ -448,8 +449,8 @@ def explain(request: Request) -> Explanation:
 
     ds_path = request.deepspeed_path
     if ds_path is None and launch is not None and launch.config_file is not None:
-        ds_path = _beside(launch.config_file, request.accelerate_path)
-        if not os.path.exists(ds_path):
+        ds_path, _ = resolve_config_file(request.accelerate_path, launch.config_file)
+        if ds_path is None:
             line, column = yaml_doc.locate("/deepspeed_config/deepspeed_config_file")
             raise ExplainError(f"{yaml_doc.path}:{line}:{column}: deepspeed_config_file {launch.config_file}: no such "
                                "file here or beside the YAML (Accelerate opens it from the folder the job is launched "
@@ -464,6 +465,7 @@ def explain(request: Request) -> Explanation:
         except ValueError as error:
             raise ExplainError(str(error)) from None
         args_doc = _read(request.training_args_path, "deepspeed")
+    file_args = args  # lint is given the file's values, as `dsconfig lint --training-args FILE` would be
     if args_flags:
         args = dict(args or {}, **args_flags)
 
@@ -537,8 +539,9 @@ def explain(request: Request) -> Explanation:
             else:
                 unresolved[pointer] = f"nothing fills it for {target.who}: DeepSpeed receives the text \"auto\""
     stages["final"] = copy.deepcopy(config)
-    return _resolve(request, config, ledger, unresolved, failed, stages, target, world, world_source, version,
-                    yaml_doc, ds_doc, args_doc, model, trainer_hidden if target is HF_TRAINER else hidden_size)
+    findings = _lint(request, ds_doc, yaml_doc, file_args, target, world, version, model)
+    return _resolve(config, ledger, unresolved, failed, stages, target, world, world_source, version, yaml_doc,
+                    ds_doc, args_doc, model, trainer_hidden if target is HF_TRAINER else hidden_size, findings)
 
 
 def _explain_fsdp(request: Request, yaml_doc, yaml_value: dict, flags: list, version: str) -> Explanation:
@@ -566,16 +569,8 @@ def _explain_fsdp(request: Request, yaml_doc, yaml_value: dict, flags: list, ver
     return Explanation(settings, sources, {}, {}, {}, failed, findings, {"fsdp": settings}, facts)
 
 
-def _beside(path: str, yaml_path: str) -> str:
-    """deepspeed_config_file: Accelerate opens it from the working folder; try the YAML's folder next."""
-    if os.path.exists(path):
-        return path
-    near = os.path.join(os.path.dirname(yaml_path), path)
-    return near if os.path.exists(near) else path
-
-
-def _resolve(request, config, ledger, unresolved, failed, stages, target, world, world_source, version,
-             yaml_doc, ds_doc, args_doc, model, hidden_size) -> Explanation:
+def _resolve(config, ledger, unresolved, failed, stages, target, world, world_source, version, yaml_doc, ds_doc,
+             args_doc, model, hidden_size, findings) -> Explanation:
     from .deepspeed_view import effective
     view = effective(config, world)
     for key, value in config.items():  # a section DeepSpeed fails on: show what was written there
@@ -615,7 +610,6 @@ def _resolve(request, config, ledger, unresolved, failed, stages, target, world,
         sources.setdefault(pointer, Entry("auto", Origin(BY_DEEPSPEED, "unresolved")))
     if view.failed and not unresolved:
         failed.append(f"DeepSpeedConfig raises: {view.failed}")
-    findings = _lint(request, ds_doc, yaml_doc, target, world, version, model)
     facts = {
         "target": target.name,
         "who": target.who,
@@ -646,13 +640,10 @@ def _covered(config, pointer: str) -> bool:
     return False
 
 
-def _lint(request, ds_doc, yaml_doc, target, world, version, model) -> list:
+def _lint(request, ds_doc, yaml_doc, training_args, target, world, version, model) -> list:
     """dsconfig lint's findings for the same inputs and options (the model-aware ones with --model)."""
     paths = [d.path for d in (ds_doc, yaml_doc) if d is not None]
-    args = None
-    if request.training_args_path is not None:
-        args = trainer.load_training_args(request.training_args_path)
-    options = engine.Options(target=target, world_sizes=(world,), training_args=args,
+    options = engine.Options(target=target, world_sizes=(world,), training_args=training_args,
                              dataset_size=request.dataset_size, deepspeed_version=version, model=model)
     result = engine.lint_files(paths, options)
     return result.findings

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .chain import Explanation
-from .render import origin_text
+from .render import source_text
 
 NOT_HERE = "(not in this config: the script's or TrainingArguments')"
 
@@ -31,13 +31,6 @@ _FSDP1 = {
 }
 
 
-def _source(result: Explanation, pointer: str) -> str:
-    if pointer in result.unresolved:
-        return "unresolved: " + result.unresolved[pointer]
-    entry = result.sources.get(pointer)
-    return origin_text(entry.origin) if entry is not None else ""
-
-
 def _at(config: dict, *keys):
     node = config
     for key in keys:
@@ -50,7 +43,7 @@ def _at(config: dict, *keys):
 def deepspeed_plan(result: Explanation) -> dict[str, Item]:
     config = result.config
     stage = _at(config, "zero_optimization", "stage")
-    stage_source = _source(result, "/zero_optimization/stage")
+    stage_source = source_text(result, "/zero_optimization/stage")
     known = isinstance(stage, int) and not isinstance(stage, bool)
     plan = {"world size": Item(result.facts["world_size"], result.facts["world_size_from"])}
     for name, least in (("optimizer states sharded", 1), ("gradients sharded", 2), ("parameters sharded", 3)):
@@ -60,24 +53,24 @@ def deepspeed_plan(result: Explanation) -> dict[str, Item]:
     optimizer_device = _at(config, "zero_optimization", "offload_optimizer", "device")
     plan["parameters offloaded to"] = Item(param_device if known and stage == 3 and param_device not in (None, "none")
                                            else "no",
-                                           _source(result, "/zero_optimization/offload_param/device"))
+                                           source_text(result, "/zero_optimization/offload_param/device"))
     plan["optimizer states offloaded to"] = Item(
         optimizer_device if known and stage >= 1 and optimizer_device not in (None, "none") else "no",
-        _source(result, "/zero_optimization/offload_optimizer/device"))
+        source_text(result, "/zero_optimization/offload_optimizer/device"))
     bf16, fp16 = _at(config, "bf16", "enabled"), _at(config, "fp16", "enabled")
     mixed = "bf16" if bf16 is True else "fp16" if fp16 is True else "no"
     pointer = "/bf16/enabled" if mixed == "bf16" else "/fp16/enabled"
-    plan["mixed precision"] = Item(mixed, _source(result, pointer))
+    plan["mixed precision"] = Item(mixed, source_text(result, pointer))
     if known and stage == 3:
         gather = _at(config, "zero_optimization", "stage3_gather_16bit_weights_on_model_save")
-        plan["a save writes full weights"] = Item(gather is True, _source(
+        plan["a save writes full weights"] = Item(gather is True, source_text(
             result, "/zero_optimization/stage3_gather_16bit_weights_on_model_save"))
     else:
         plan["a save writes full weights"] = Item(True, f"zero_optimization.stage {stage}: parameters are whole")
     for name, key in (("micro batch per GPU", "train_micro_batch_size_per_gpu"),
                       ("gradient accumulation steps", "gradient_accumulation_steps"),
                       ("gradient clipping", "gradient_clipping")):
-        plan[name] = Item(config.get(key), _source(result, f"/{key}"))
+        plan[name] = Item(config.get(key), source_text(result, f"/{key}"))
     return plan
 
 
@@ -87,22 +80,22 @@ def fsdp_plan(result: Explanation) -> dict[str, Item]:
     plan = {"world size": Item(result.facts["world_size"], result.facts["world_size_from"])}
     if version == 2:  # fully_shard always shards; reshard_after_forward false keeps them gathered (ZeRO-2-like)
         reshard = settings.get("reshard_after_forward")
-        source = _source(result, "/reshard_after_forward")
+        source = source_text(result, "/reshard_after_forward")
         shards = (True, True, reshard is not False, "all ranks")
     else:
         strategy = settings.get("sharding_strategy")
-        source = _source(result, "/sharding_strategy")
+        source = source_text(result, "/sharding_strategy")
         shards = _FSDP1.get(strategy, (None, None, None, ""))
     for name, value in zip(("optimizer states sharded", "gradients sharded", "parameters sharded", "sharded over"),
                            shards):
         plan[name] = Item(value, source)
     offload = settings.get("cpu_offload") is True
-    offload_source = _source(result, "/cpu_offload")
+    offload_source = source_text(result, "/cpu_offload")
     plan["parameters offloaded to"] = Item("cpu" if offload else "no", offload_source)
     plan["optimizer states offloaded to"] = Item("cpu" if offload else "no", offload_source)
-    plan["mixed precision"] = Item(settings.get("mixed_precision"), _source(result, "/mixed_precision"))
+    plan["mixed precision"] = Item(settings.get("mixed_precision"), source_text(result, "/mixed_precision"))
     plan["a save writes full weights"] = Item(settings.get("state_dict_type") == "FULL_STATE_DICT",
-                                              _source(result, "/state_dict_type"))
+                                              source_text(result, "/state_dict_type"))
     for name in ("micro batch per GPU", "gradient accumulation steps", "gradient clipping"):
         plan[name] = Item(None, NOT_HERE)
     return plan

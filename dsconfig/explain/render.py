@@ -38,6 +38,14 @@ def origin_text(origin: Origin) -> str:
     return origin.detail + (f" ({where})" if where else "")
 
 
+def source_text(result: Explanation, pointer: str) -> str:
+    """Who set the value at `pointer`, as a row shows it (or what would, when it is unresolved)."""
+    if pointer in result.unresolved:
+        return "unresolved: " + result.unresolved[pointer]
+    entry = result.sources.get(pointer)
+    return origin_text(entry.origin) if entry else ""
+
+
 class _Style:
     def __init__(self, color: bool):
         self.color = color
@@ -78,15 +86,12 @@ def text(result: Explanation, color: bool = False, defaults: bool = True) -> str
         if is_default and not defaults:
             hidden += 1
         else:
-            visible.append((pointer, value, entry, overridden, is_default))
+            visible.append((pointer, value, overridden, is_default))
     width = min(KEY_WIDTH, max((len(dotted(row[0])) for row in visible), default=0))
     value_width = min(VALUE_WIDTH, max((len(_value_text(row[1])) for row in visible), default=0))
-    for pointer, value, entry, overridden, is_default in visible:
-        if pointer in result.unresolved:
-            source = "unresolved: " + result.unresolved[pointer]
-        else:
-            source = origin_text(entry.origin) if entry else ""
-        row = f"{dotted(pointer):<{width}} = {_value_text(value):<{value_width}}  {source}".rstrip()
+    for pointer, value, overridden, is_default in visible:
+        shown = f"{dotted(pointer):<{width}} = {_value_text(value):<{value_width}}"
+        row = f"{shown}  {source_text(result, pointer)}".rstrip()
         lines.append(style.dim(row) if is_default else row)
         for lost in overridden:
             lines.append(" " * 4 + f"{style.struck(_value_text(lost.value))} {origin_text(lost.origin)}"
@@ -175,25 +180,19 @@ def diff_text(left: Explanation, right: Explanation, left_name: str, right_name:
     for pointer, x, y in both:
         lines.append(f"{dotted(pointer)}")
         for sign, value, result in (("-", x, left), ("+", y, right)):
-            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {_source_of(result, pointer)}".rstrip())
+            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {source_text(result, pointer)}".rstrip())
     # A key only one side has (a release's new setting, a section only one file writes): one line each.
     for sign, name, side, index in (("-", left_name, left, 1), ("+", right_name, right, 2)):
         only = [row for row in rows if row[3 - index] is ABSENT]
         if only:
             lines += ["", f"Only in {name}:"]
-            lines += [f"  {sign} {dotted(row[0])} = {_value_text(row[index])}   {_source_of(side, row[0])}".rstrip()
+            lines += [f"  {sign} {dotted(row[0])} = {_value_text(row[index])}   {source_text(side, row[0])}".rstrip()
                       for row in only]
     if rows:
         lines += ["", f"{len(rows)} key{'' if len(rows) == 1 else 's'} differ"
                   + (f" ({len(both)} in both)." if len(both) != len(rows) else ".")]
     return "\n".join(lines) + "\n"
 
-
-def _source_of(result: Explanation, pointer: str) -> str:
-    if pointer in result.unresolved:
-        return "unresolved: " + result.unresolved[pointer]
-    entry = result.sources.get(pointer)
-    return origin_text(entry.origin) if entry else ""
 
 
 def diff_dict(left: Explanation, right: Explanation) -> dict:
