@@ -220,32 +220,60 @@ YAMLS = _deepspeed_yamls()
 SCRIPT_CONFIGS = [c for c in CONFIGS if isinstance(c[2].get("zero_optimization"), dict)][:12]
 
 
-def real_plugin(yaml_path, config: dict | None):
-    """(DeepSpeedPlugin's config after __post_init__ and set_mixed_precision, world size) or Failure."""
+class LaunchFailed(Exception):
+    """`accelerate launch` refused the YAML."""
+
+
+def launched_env(yaml_path, flags=()) -> dict:
+    """`accelerate launch --config_file YAML [--flag value ...] x.py` up to the training process: os.environ
+    with exactly the launcher's ACCELERATE_* variables (`_validate_launch_command`, `prepare_deepspeed_cmd_env`)."""
     from accelerate.commands.launch import _validate_launch_command, launch_command_parser
-    from accelerate.utils import DeepSpeedPlugin
     from accelerate.utils.launch import prepare_deepspeed_cmd_env
 
+    argv = ["--config_file", str(yaml_path)]
+    for flag in flags:
+        name, value = flag.split("=")
+        argv += [f"--{name}", value]
     with quiet_and_restored():
         try:
-            args, defaults, from_config = _validate_launch_command(
-                launch_command_parser().parse_args(["--config_file", str(yaml_path), "x.py"]))
+            args, defaults, from_config = _validate_launch_command(launch_command_parser().parse_args(argv + ["x.py"]))
             fields = list(defaults.deepspeed_config.keys()) if defaults else []
             if from_config:
                 fields.append("mixed_precision")
             args.deepspeed_fields_from_accelerate_config = ",".join(fields)
             _, env = prepare_deepspeed_cmd_env(args)
-        except Exception as error:  # noqa: BLE001
-            return Failure(f"launch: {type(error).__name__}: {error}")
+        except Exception as error:  # noqa: BLE001 - whatever the launcher raises is the verdict
+            raise LaunchFailed(f"launch: {type(error).__name__}: {error}") from None
     clean = {k: v for k, v in os.environ.items() if not k.startswith("ACCELERATE_")}
     clean.update({k: v for k, v in env.items() if k.startswith("ACCELERATE_")})
-    with quiet_and_restored(clean):  # exactly the launcher's variables, for the plugin only
+    return clean
+
+
+def real_plugin(yaml_path, config: dict | None = None, flags=()):
+    """DeepSpeedPlugin's config after __post_init__ and set_mixed_precision in the launcher's environment, for
+    `config` handed to it by a script (None: DeepSpeedPlugin() alone), or Failure."""
+    from accelerate.utils import DeepSpeedPlugin
+
+    try:
+        env = launched_env(yaml_path, flags)
+    except LaunchFailed as error:
+        return Failure(str(error))
+    with quiet_and_restored(env):  # exactly the launcher's variables, for the plugin only
         try:
             plugin = DeepSpeedPlugin(hf_ds_config=copy.deepcopy(config)) if config is not None else DeepSpeedPlugin()
             plugin.set_mixed_precision(env["ACCELERATE_MIXED_PRECISION"])
         except Exception as error:  # noqa: BLE001
             return Failure(f"{type(error).__name__}: {error}")
     return _plain(plugin.deepspeed_config)
+
+
+def yaml_naming(tmp_path, index: int, path: str, extra: str = ""):
+    """An Accelerate YAML launching 4 processes whose deepspeed_config_file is `path`."""
+    yaml_path = tmp_path / f"accelerate_{index}.yaml"
+    yaml_path.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n"
+                         f"  deepspeed_config_file: {json.dumps(os.path.abspath(path))}\n{extra}"
+                         "num_machines: 1\nnum_processes: 4\n")
+    return yaml_path
 
 
 def _cases():
@@ -293,32 +321,6 @@ def test_plugin_equals_the_real_deepspeed_plugin(capsys):
 FLAG_SETS = {"no flags": [], "launch flags": ["zero_stage=3", "mixed_precision=bf16", "gradient_clipping=0.5"]}
 
 
-def real_plugin_with_file(yaml_path, flags: list[str]):
-    """`accelerate launch --config_file YAML [--flag value ...]`, then DeepSpeedPlugin() in that environment."""
-    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
-    from accelerate.utils import DeepSpeedPlugin
-    from accelerate.utils.launch import prepare_deepspeed_cmd_env
-
-    argv = ["--config_file", str(yaml_path)]
-    for flag in flags:
-        name, value = flag.split("=")
-        argv += [f"--{name}", value]
-    with quiet_and_restored():
-        args, defaults, from_config = _validate_launch_command(launch_command_parser().parse_args(argv + ["x.py"]))
-        fields = list(defaults.deepspeed_config.keys()) + (["mixed_precision"] if from_config else [])
-        args.deepspeed_fields_from_accelerate_config = ",".join(fields)
-        _, env = prepare_deepspeed_cmd_env(args)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("ACCELERATE_")}
-    clean.update({k: v for k, v in env.items() if k.startswith("ACCELERATE_")})
-    with quiet_and_restored(clean):
-        try:
-            plugin = DeepSpeedPlugin()
-            plugin.set_mixed_precision(env["ACCELERATE_MIXED_PRECISION"])
-        except Exception as error:  # noqa: BLE001
-            return Failure(f"{type(error).__name__}: {error}")
-    return _plain(plugin.deepspeed_config)
-
-
 @pytest.mark.skipif(not CONFIGS, reason="no corpus")
 @pytest.mark.parametrize("flag_set", sorted(FLAG_SETS))
 def test_yaml_naming_the_json_equals_the_real_plugin(flag_set, tmp_path, capsys):
@@ -327,11 +329,8 @@ def test_yaml_naming_the_json_equals_the_real_plugin(flag_set, tmp_path, capsys)
     checked = failures = 0
     problems = []
     for index, (path, label, _) in enumerate(CONFIGS):
-        yaml_path = tmp_path / f"accelerate_{index}.yaml"
-        yaml_path.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n"
-                             f"  deepspeed_config_file: {json.dumps(os.path.abspath(path))}\n  zero3_init_flag: true\n"
-                             "num_machines: 1\nnum_processes: 4\n")
-        real = real_plugin_with_file(yaml_path, flags)
+        yaml_path = yaml_naming(tmp_path, index, path, "  zero3_init_flag: true\n")
+        real = real_plugin(yaml_path, flags=flags)
         ours = explain(Request(accelerate_path=str(yaml_path), target="accelerate",
                                settings=tuple(f"accelerate.{flag}" for flag in flags)))
         if isinstance(real, Failure):
@@ -354,23 +353,14 @@ def test_yaml_naming_the_json_equals_the_real_plugin(flag_set, tmp_path, capsys)
 def real_trainer_launched(yaml_path, targs: dict, world: int):
     """A Trainer script started by `accelerate launch --config_file YAML` without --deepspeed: TrainingArguments
     build DeepSpeedPlugin() from the launcher's environment, Trainer(...) fills it (propagate_args_to_deepspeed)."""
-    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
-    from accelerate.utils.launch import prepare_deepspeed_cmd_env
     from transformers.integrations.deepspeed import propagate_args_to_deepspeed
 
-    with quiet_and_restored():
-        try:
-            args, defaults, from_config = _validate_launch_command(
-                launch_command_parser().parse_args(["--config_file", str(yaml_path), "x.py"]))
-        except Exception as error:  # noqa: BLE001
-            return Failure(f"launch: {type(error).__name__}: {error}")
-        fields = list(defaults.deepspeed_config.keys()) + (["mixed_precision"] if from_config else [])
-        args.deepspeed_fields_from_accelerate_config = ",".join(fields)
-        _, env = prepare_deepspeed_cmd_env(args)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("ACCELERATE_")}
-    clean.update({k: v for k, v in env.items() if k.startswith("ACCELERATE_")})
+    try:
+        env = launched_env(yaml_path)
+    except LaunchFailed as error:
+        return Failure(str(error))
     WorldArgs.fake_world = world
-    with quiet_and_restored(clean):
+    with quiet_and_restored(env):
         try:
             targs_real = WorldArgs(output_dir=OUTPUT_DIR, use_cpu=True, report_to=[], **targs)
             plugin = targs_real.deepspeed_plugin
@@ -396,11 +386,7 @@ def test_trainer_launched_with_a_yaml_equals_the_real_one(args_name, tmp_path, c
     (tmp_path / "args.json").write_text(json.dumps(targs))
     yamls = [path for path in YAMLS if "deepspeed_config_file" not in path.read_text(encoding="utf-8")]
     for index, (path, _, _) in enumerate(CONFIGS):
-        yaml_path = tmp_path / f"accelerate_{index}.yaml"
-        yaml_path.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n"
-                             f"  deepspeed_config_file: {json.dumps(os.path.abspath(path))}\n"
-                             "num_machines: 1\nnum_processes: 4\n")
-        yamls.append(yaml_path)
+        yamls.append(yaml_naming(tmp_path, index, path))
     checked = failures = 0
     problems = []
     for yaml_path in yamls:
