@@ -39,6 +39,13 @@ class LazyGroup(click.Group):
             ctx.fail(f"No such command '{name}'." + (f" Did you mean '{guess[0]}'?" if guess else ""))
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx):
+        """Every subcommand runs in a reading scope that admits nothing until it names its inputs
+        (dsconfig.boundary.admit), whichever way it is started (`dsconfig`, click's test runner)."""
+        from . import boundary
+        with boundary.command_scope():
+            return super().invoke(ctx)
+
     def get_command(self, ctx, name):
         if name in self.lazy:
             import importlib
@@ -61,10 +68,11 @@ def run(command: click.Command, prog_name: str) -> None:
     """Run `command` as a program. Click's own errors are printed escaped (they may quote a path),
     and an exception that escapes a command is one line, `dsconfig: internal error: ...`, with exit
     status 2: never a traceback, and never 1, which CI reads as "findings"."""
-    from . import escape
+    from . import boundary, escape
 
     try:
-        result = command.main(prog_name=prog_name, standalone_mode=False)
+        with boundary.command_scope():
+            result = command.main(prog_name=prog_name, standalone_mode=False)
     except click.ClickException as error:
         shown = io.StringIO()
         error.show(file=shown)

@@ -15,6 +15,8 @@ import os
 import re
 import stat
 
+from .boundary import file_kind, os_reason  # noqa: F401 - what a file is, in words (callers import them here too)
+
 MAX_BYTES = 256 << 10
 # Files are read in pieces of this size: `read(limit + 1)` allocates its whole buffer first, so
 # `--max-file-size 30G` would ask for 30 GiB before reading a single byte of a 2 KB config.
@@ -32,26 +34,46 @@ class TooLarge(FileError):
         super().__init__(f"{path}: {have}, more than any config holds; not read (the limit is {format_size(limit)})")
 
 
-def os_reason(path: str, error: OSError) -> str:
-    """Why an OSError happened, in words (a symlink loop and a folder say so)."""
-    if error.errno == errno.ELOOP:
-        return "a loop of symbolic links (too many levels of symbolic links)"
-    if error.errno == errno.EISDIR or (error.errno is None and os.path.isdir(path)):
-        return "is a folder, not a file"
-    if error.errno == errno.ENOENT and os.path.islink(path):
-        return f"a symbolic link to {os.readlink(path)}, which does not exist"
-    return error.strerror or str(error)
+class Refused(FileError):
+    """The reading boundary (dsconfig.boundary) does not let dsconfig open the file."""
 
 
-def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
-    """The file's bytes. Raises FileError when it cannot be read, TooLarge past `limit` bytes."""
+def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None, beside: str | None = None,
+               environment: bool = False) -> bytes:
+    """The file's bytes, opened through the reading boundary (dsconfig.boundary: `metadata`, `beside` and
+    `environment` are its). Raises Refused when the boundary refuses it, TooLarge past `limit` bytes,
+    FileError when it cannot be read.
+
+    A file not named on the command line is opened without blocking and must be a regular file on the open
+    descriptor: a FIFO put in its place after the boundary looked is refused, not waited on."""
+    from . import boundary
+
+    why = boundary.refusal(path, metadata=metadata, beside=beside, environment=environment)
+    if why is not None:
+        raise Refused(f"{path}: {why}")
+    as_asked = boundary.named_here(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not as_asked:
+        flags |= getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(path, "rb") as handle:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise FileError(f"{path}: cannot read: {os_reason(path, error)}") from None
+    except ValueError:  # a NUL byte in the path
+        raise FileError(f"{path!r}: cannot read: the path holds a NUL byte") from None
+    try:
+        with os.fdopen(descriptor, "rb") as handle:
+            mode = os.fstat(descriptor).st_mode
+            if stat.S_ISDIR(mode):
+                raise FileError(f"{path}: cannot read: is a folder, not a file")
+            if not as_asked and not stat.S_ISREG(mode):
+                raise Refused(f"{path}: {file_kind(mode) or 'not a regular file'}: never opened")
             data = read_at_most(handle, limit + 1)
             if len(data) > limit:
                 raise TooLarge(path, _size(handle), limit)
     except OSError as error:
         raise FileError(f"{path}: cannot read: {os_reason(path, error)}") from None
+    boundary.record(path, data)
     return data
 
 
@@ -85,10 +107,11 @@ def _size(handle) -> int | None:
     return stat.st_size if stat.st_size > 0 else None  # pipes and devices report 0
 
 
-def read_text(path: str, limit: int = MAX_BYTES) -> str:
+def read_text(path: str, limit: int = MAX_BYTES, *, beside: str | None = None) -> str:
     """A config file's text as DeepSpeed's `open(path)` and json.load see it (UTF-8, universal newlines).
-    Raises FileError: too large, unreadable, or not UTF-8 (naming the line and column of the first bad byte)."""
-    data = read_bytes(path, limit)
+    Raises FileError: too large, refused, unreadable, or not UTF-8 (naming the line and column of the first bad
+    byte)."""
+    data = read_bytes(path, limit, beside=beside)
     try:
         return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
@@ -96,11 +119,11 @@ def read_text(path: str, limit: int = MAX_BYTES) -> str:
         raise FileError(f"{path}:{line}:{column}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
 
 
-def read_json(path: str, limit: int = MAX_BYTES):
+def read_json(path: str, limit: int = MAX_BYTES, *, beside: str | None = None):
     """A strict JSON file (json.load's reading). Raises FileError naming the line and column."""
     import json
 
-    data = read_bytes(path, limit)
+    data = read_bytes(path, limit, beside=beside)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -151,10 +174,6 @@ def parse_file_size(text: str) -> int:
     return size
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
-
-
 def not_replaceable(path: str) -> str | None:
     """Why a new regular file may not take the place of `path` (it is a symbolic link, a folder, a
     device, a FIFO, a socket), or None: it is a regular file, or nothing."""
@@ -166,14 +185,6 @@ def not_replaceable(path: str) -> str | None:
         return "a symbolic link; not written through"
     kind = file_kind(mode)
     return None if kind is None else f"{kind}, not a regular file; not replaced"
-
-
-def file_kind(mode: int) -> str | None:
-    """What a file that is not a regular one is, in words ("a FIFO (named pipe)"), or None."""
-    for test, kind in _KINDS:
-        if test(mode):
-            return kind
-    return None
 
 
 def is_stream(path: str) -> bool:
@@ -201,6 +212,13 @@ def _same_file(status: os.stat_result, fd: int) -> bool:
         return False
 
 
+def discard_into(descriptor: int) -> None:
+    """Point `descriptor` (standard output, once its reader has gone) at /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
+
+
 def write_into(path: str, text: str) -> None:
     """Write `text` in UTF-8 into the character device or FIFO `path`: opened without creating or
     truncating anything, and refused (OSError) if it turns out to be something else."""
@@ -212,14 +230,21 @@ def write_into(path: str, text: str) -> None:
         stream.write(text.encode("utf-8"))
 
 
-def write_atomic(path: str, text: str, mode: int | None = None) -> None:
+class Changed(OSError):
+    """The file no longer holds what it held when it was read: someone else wrote it meanwhile."""
+
+
+def write_atomic(path: str, text: str, mode: int | None = None, expected: bytes | None = None) -> None:
     """Replace (or create) `path` with `text` in UTF-8, all or nothing.
 
     The bytes go to a temporary file in the same folder, are flushed to disk, get `mode` (default:
     the existing file's mode, or 0o666 less the umask for a new file) and are renamed over `path`,
     so a reader sees the old file or the new one, never half of one. Only a regular file is
     replaced: a symbolic link, a folder, a device (`/dev/null`), a FIFO or a socket is refused
-    (`not_replaceable`). Raises OSError.
+    (`not_replaceable`). With `expected`, the file must still hold exactly those bytes just before the
+    rename (checked after the new text is on disk, so the window is as short as it can be); otherwise
+    nothing is replaced and Changed is raised: a second `--fix`, or an editor saving, wrote it meanwhile.
+    Raises OSError.
     """
     import tempfile
 
@@ -242,6 +267,9 @@ def write_atomic(path: str, text: str, mode: int | None = None) -> None:
                 stream.flush()
                 os.fsync(stream.fileno())
             os.chmod(temporary, mode)
+            if expected is not None and _current_bytes(path, len(expected)) != expected:
+                raise Changed(errno.EAGAIN, "it changed on disk since dsconfig read it; not written (run again)",
+                              path)
             os.replace(temporary, path)
         except BaseException:  # Ctrl-C, SIGTERM (below), a full disk: no temporary file is left
             try:
@@ -249,6 +277,18 @@ def write_atomic(path: str, text: str, mode: int | None = None) -> None:
             except OSError:
                 pass
             raise
+
+
+def _current_bytes(path: str, expected_size: int) -> bytes | None:
+    """What the regular file `path` holds now (one byte more than `expected_size` at most), or None."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        return read_at_most(handle, expected_size + 1)
 
 
 class _sigterm_as_exit:

@@ -9,6 +9,9 @@
   (inside functions too). `from pkg import name` counts as an import of pkg.name when that is a
   module, else of pkg; a module's implicit import of its parent package does not count.
 * dsconfig/ruledocs.py does not exist (the rule docs live in the rule declarations).
+* No module opens a file but those in OPENERS: a call of `open`, `io.open`, `os.open` or a path's `open`,
+  `read_text`, `read_bytes`, `write_text` or `write_bytes` anywhere else is reported. The user's files are
+  read through dsconfig.files (which asks dsconfig.boundary), so a new module cannot read one another way.
 
 tests/rules/test_structure.py runs it.
 """
@@ -23,6 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "dsconfig"
 CODE_LITERAL = re.compile(r"""["']((?:DS|ACC)\d{3})["']""")
+# The modules that may open files, and why: every other one goes through them.
+OPENERS = {
+    "dsconfig.files": "the reader of the user's bytes (through dsconfig.boundary) and the atomic writer",
+    "dsconfig.package_data": "dsconfig's own schemas and templates",
+    "dsconfig.rules.rule": "writes a rule's example files into the temporary folder `dsconfig rule` lints",
+}
+OPENING_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
 
 
 def module_name(path: Path) -> str:
@@ -131,6 +141,43 @@ def declarations(known: dict[str, Path]) -> dict[str, list[str]]:
     return where
 
 
+def file_openings(known: dict[str, Path]) -> list[str]:
+    """`module:line: call` for each call that opens a file outside OPENERS: the builtin `open`, `io.open`,
+    `os.open`, `codecs.open`, and a path's own `open`, `read_text`, `read_bytes`, `write_text`, `write_bytes`
+    (told from dsconfig's functions of those names by their arguments: a path's take no path)."""
+    found = []
+    for name, path in sorted(known.items()):
+        if name in OPENERS:
+            continue
+        calls = [node for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.Call)]
+        for node in sorted(calls, key=lambda call: (call.lineno, call.col_offset)):
+            if _opens(node):
+                found.append(f"{name}:{node.lineno}: this call opens a file; only {', '.join(sorted(OPENERS))} may")
+    return found
+
+
+def _opens(call: ast.Call) -> bool:
+    function = call.func
+    if isinstance(function, ast.Name):
+        return function.id == "open"
+    if not isinstance(function, ast.Attribute):
+        return False
+    owner = function.value.id if isinstance(function.value, ast.Name) else None
+    if function.attr == "open":
+        return owner in ("os", "io", "codecs") or owner is None or not call.args or _is_mode(call.args[0])
+    positional = len(call.args)
+    if function.attr in ("read_text", "read_bytes"):
+        return positional == 0
+    if function.attr in ("write_text", "write_bytes"):
+        return positional == 1 and owner not in ("files",)
+    return False
+
+
+def _is_mode(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(re.fullmatch(r"[rwxab+t]+",
+                                                                                                node.value))
+
+
 def problems() -> list[str]:
     known = modules()
     found = []
@@ -144,6 +191,7 @@ def problems() -> list[str]:
             found.append(f"{code} is declared in {len(names)} modules: {', '.join(names)}")
     for component in cycles(imports(known)):
         found.append(f"import cycle among {len(component)} modules: {', '.join(component)}")
+    found.extend(file_openings(known))
     return found
 
 
@@ -153,7 +201,8 @@ def main() -> int:
         print(problem, file=sys.stderr)
     if not found:
         codes = len(declarations(modules()))
-        print(f"ok: {codes} rule codes, each declared in one module; no import cycle; no ruledocs.py")
+        print(f"ok: {codes} rule codes, each declared in one module; no import cycle; no ruledocs.py; files opened "
+              f"only by {', '.join(sorted(OPENERS))}")
     return 1 if found else 0
 
 

@@ -6,10 +6,8 @@ reads it with json.load (the lint path imports neither accelerate nor jsonschema
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
-from ..deepspeed import schema as deepspeed_schema
 
 SCHEMA_FILE = "accelerate.schema.json"
 CLUSTER = "ClusterConfig"
@@ -21,9 +19,8 @@ SECTIONS = ("deepspeed_config", "fsdp_config", "fp8_config", "dynamo_config", "p
 @lru_cache(maxsize=1)
 def load() -> dict:
     # Both schemas live in the same folder (schemas/ in a checkout, dsconfig/schemas in a wheel).
-    path = deepspeed_schema.schema_path().parent / SCHEMA_FILE
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    from .. import package_data
+    return package_data.schema_json(SCHEMA_FILE)
 
 
 def version() -> str:

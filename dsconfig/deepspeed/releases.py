@@ -9,6 +9,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from .. import package_data
+
 RELEASES_FILE = "deepspeed-releases.json"
 
 # Every release from 0.14.0 to 0.19.8, as published on PyPI.
@@ -47,17 +49,12 @@ class UnknownRelease(ValueError):
 @lru_cache(maxsize=1)
 def _data() -> dict:
     """schemas/deepspeed-releases.json (scripts/build_releases.py), found where deepspeed.schema.json is."""
-    with open(data_path(), encoding="utf-8") as handle:
-        return json.load(handle)
+    return package_data.schema_json(RELEASES_FILE)
 
 
 def data_path(name: str = RELEASES_FILE) -> Path:
     """Installed wheels carry dsconfig/schemas; a source checkout keeps schemas/ at the top."""
-    here = Path(__file__).resolve()
-    for folder in (here.parent.parent / "schemas", here.parents[2] / "schemas"):
-        if (folder / name).is_file():
-            return folder / name
-    raise FileNotFoundError(f"{name} not found next to the dsconfig package or in the source tree")
+    return package_data.schema_path(name)
 
 
 def _variant(version: str) -> dict:

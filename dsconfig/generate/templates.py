@@ -8,25 +8,9 @@ checkout keeps them at the top as `templates/`, next to `schemas/` (found the sa
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from pathlib import Path
 
-MARKER = Path("deepspeed") / "zero0.json"  # a file every templates folder has
-
-
-def folder() -> Path:
-    here = Path(__file__).resolve()
-    for candidate in (here.parent.parent / "templates", here.parents[2] / "templates"):
-        if (candidate / MARKER).is_file():
-            return candidate
-    raise FileNotFoundError("the dsconfig templates were not found next to the dsconfig package (dsconfig/templates) "
-                            "or in the source tree (templates/)")
-
-
-@lru_cache(maxsize=None)
-def text(relative: str) -> str:
-    with open(folder() / relative, encoding="utf-8") as handle:
-        return handle.read()
+from ..package_data import template_text as text  # noqa: F401 - the templates' reader, under its old name
+from ..package_data import templates_folder as folder
 
 
 def deepspeed(name: str) -> dict:

@@ -71,18 +71,21 @@ def test_one_template_per_rung_and_all_plain_files():
 
 
 def test_templates_found_in_an_installed_wheel_layout(tmp_path):
-    """An installed wheel has dsconfig/templates (pyproject force-include); the lookup finds it there."""
-    package = tmp_path / "site" / "dsconfig" / "generate"
+    """An installed wheel has dsconfig/templates and dsconfig/schemas (pyproject force-include); the lookup
+    (dsconfig/package_data.py) finds them there."""
+    package = tmp_path / "site" / "dsconfig"
     package.mkdir(parents=True)
-    shutil.copy(ROOT / "dsconfig" / "generate" / "templates.py", package / "templates.py")
-    shutil.copytree(ROOT / "templates", tmp_path / "site" / "dsconfig" / "templates")
-    spec = importlib.util.spec_from_file_location("installed_templates", package / "templates.py")
+    shutil.copy(ROOT / "dsconfig" / "package_data.py", package / "package_data.py")
+    shutil.copytree(ROOT / "templates", package / "templates")
+    shutil.copytree(ROOT / "schemas", package / "schemas")
+    spec = importlib.util.spec_from_file_location("installed_package_data", package / "package_data.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.folder() == tmp_path / "site" / "dsconfig" / "templates"
-    shutil.rmtree(tmp_path / "site" / "dsconfig" / "templates")
+    assert module.templates_folder() == package / "templates"
+    assert module.schema_path("deepspeed.schema.json") == package / "schemas" / "deepspeed.schema.json"
+    shutil.rmtree(package / "templates")
     with pytest.raises(FileNotFoundError, match="templates"):
-        module.folder()
+        module.templates_folder()
 
 
 def test_every_placeholder_has_a_value_for_every_target():

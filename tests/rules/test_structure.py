@@ -54,3 +54,27 @@ def test_a_code_declared_twice_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(check_structure, "ROOT", tmp_path)
     monkeypatch.setattr(check_structure, "PACKAGE", package)
     assert check_structure.problems() == ["DS001 is declared in 2 modules: dsconfig.rules.a, dsconfig.rules.b"]
+
+
+def test_a_file_opened_outside_the_readers_is_reported(tmp_path, monkeypatch):
+    """Every file of the user's is read through dsconfig.files (and so the reading boundary): a module that opens
+    one itself, however it spells it, is reported; dsconfig's own functions named like a path's are not."""
+    package = tmp_path / "dsconfig"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "files.py").write_text("def read_bytes(path):\n    return open(path, 'rb').read()\n")
+    (package / "sneaky.py").write_text(
+        "import io, os\nfrom pathlib import Path\n"
+        "def a(p):\n    return open(p).read()\n"
+        "def b(p):\n    return Path(p).read_text()\n"
+        "def c(p):\n    return os.open(p, os.O_RDONLY)\n"
+        "def d(p):\n    return io.open(p)\n"
+        "def e(p):\n    with Path(p).open('rb') as handle:\n        return handle.read()\n")
+    (package / "fine.py").write_text(
+        "from . import files\n"
+        "def a(p):\n    return files.read_bytes(p)\n"
+        "def b(doc, p):\n    return doc.read_text(p, 10)\n")
+    monkeypatch.setattr(check_structure, "ROOT", tmp_path)
+    monkeypatch.setattr(check_structure, "PACKAGE", package)
+    found = check_structure.file_openings(check_structure.modules())
+    assert [line.split(":")[:2] for line in found] == [["dsconfig.sneaky", str(n)] for n in (4, 6, 8, 10, 12)]
