@@ -4,6 +4,10 @@ The data flows one way. The engine reads every file once, asks dsconfig.pairs wh
 YAMLs name a ds_config.json (that JSON is then linted as the launch uses it), runs the checks of
 each file's kind (dsconfig.deepspeed, dsconfig.accelerate, dsconfig.other), turns pointers into
 lines and columns, and returns the findings in file order with the documents they are about.
+
+Every file is read through dsconfig.files, inside the reading boundary of the run (dsconfig.boundary),
+and checked inside its budget (dsconfig.budget). A file whose reading or checks crash is returned in
+`crashed`, for the caller to report after the others: one file never hides the rest of a walk.
 """
 
 from __future__ import annotations
@@ -11,19 +15,28 @@ from __future__ import annotations
 import os
 from typing import Iterable, NamedTuple
 
-from . import pairs
-from .document import Document, JsonDocument
+from . import budget, pairs
 from .boundary import Boundary, inside, special
+from .document import DictDocument, Document, JsonDocument
 from .files import os_reason
 from .findings import Finding
 from .phases import LOAD, SILENT
-from .rules.files import (FILE_TOO_LARGE, NOT_A_CONFIG, OPTION_UNUSED, PARSE_ERROR, REFERENCE_NOT_FOLLOWED,
-                          UNREADABLE_FILE)
+from .rules.files import (
+    FILE_TOO_LARGE,
+    NOT_A_CONFIG,
+    OPTION_UNUSED,
+    PARSE_ERROR,
+    REFERENCE_NOT_FOLLOWED,
+    UNREADABLE_FILE,
+)
 from .targets import Target
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
 SCRIPT_SUFFIX = ".py"  # training scripts, read statically (dsconfig.training.scripts)
 LINTED_SUFFIXES = CONFIG_SUFFIXES + (SCRIPT_SUFFIX,)
+# A run over more files than this keeps each file's text but not its parse tree (Document.release: read again
+# when needed), so memory follows the findings rather than the tree; a smaller one parses each file once.
+KEEP_PARSED = 200
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "site-packages"}
 
@@ -55,12 +68,19 @@ class Options(NamedTuple):
     deepspeed_version: str | None = None
     # --model: the model's module classes (dsconfig.accelerate.model_layers.ModelLayers), for FSDP's layer classes
     model: object = None
+    # The input is a Python dict handed to DeepSpeed as it is (dsconfig.check(dict)): no loader reads it
+    python_dict: bool = False
 
 
 class LintResult(NamedTuple):
     findings: list[Finding]  # placed, in the order of the files given, each file's sorted
-    documents: dict[str, Document]  # every document linted, by its path as given (spans for --fix, frames)
+    documents: dict[str, Document]  # the documents a finding is about, by path as given (--fix, source frames)
     scripts: object = None  # dsconfig.training.scripts.ScriptsResult when .py files were linted, else None
+    # Checks that crashed, one InternalError per file: that file is reported as not checked, the others are
+    crashed: tuple = ()
+    # path -> kind of every document linted: `documents` keeps only those a finding is about (each released of its
+    # parse tree once checked), so that memory follows the findings, not the size of the tree walked
+    linted: dict = {}
 
 
 class UsageError(Exception):
@@ -179,31 +199,55 @@ def _is_glob(path: str) -> bool:
 
 
 def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed: Boundary) -> list[str]:
-    import glob
+    """The files the glob matches and those below the folders it matches, each once (glob.glob yields a path
+    once per way of splitting it between repeated `**`: depth^k times)."""
+    from .pathmatch import glob_paths
     found: list[str] = []
-    for match in sorted(glob.glob(pattern, recursive=True)):
+    walked: set[str] = set()  # the folders walked, each ending in a separator
+    base = _glob_base(pattern)
+    base_real = os.path.realpath(base)
+    for match in glob_paths(pattern):
+        real = os.path.realpath(match)
+        if not (inside(real, base_real) or allowed.admits(real)):  # glob.glob follows links: not out of the base
+            if not os.path.isdir(match):  # a folder linked in from elsewhere is passed in silence, as in a walk
+                problems.append(_link_out(match, real, base))
+            continue
         if os.path.isdir(match):
-            found.extend(_walk(match, exclude, gitignore, problems, allowed))
+            # a `**` matches a folder and each folder below it (and `x/`, none below `x`): one walk reads them
+            # all, and pruned what it does not lint (a walk of each read the tree depth times, depth² paths)
+            if not any(match[:i + 1] in walked for i, c in enumerate(match) if c == os.sep):
+                walked.add(os.path.join(match, ""))
+                found.extend(_walk(match, exclude, gitignore, problems, allowed))
             continue
         parts = os.path.normpath(match).split(os.sep)[:-1]
         if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in parts):
             continue
         if not match.endswith(LINTED_SUFFIXES) or (exclude and exclude.excluded(match)):
             continue
-        if gitignore and _gitignored(match):
+        if gitignore and _gitignored(match, problems):
             continue
         why = special(match)
         if why is not None:
             problems.append(_entry_problem(match, why))
             continue
         found.append(match)
-    return found
+    return list(dict.fromkeys(found))  # a file matched in a folder matched is found twice
+
+
+def _glob_base(pattern: str) -> str:
+    """The folder a glob starts from: its components before the first that holds `*`, `?` or `[` (`.`: none)."""
+    parts = pattern.split(os.sep)
+    literal = []
+    for part in parts[:-1]:
+        if _is_glob(part):
+            break
+        literal.append(part)
+    return os.sep.join(literal) or (os.sep if pattern.startswith(os.sep) else ".")
 
 
 def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary) -> list[str]:
     """The config-looking files below `top`; what cannot be linted goes to `problems`."""
-    from .pathmatch import read_gitignore
-    inherited = _parent_gitignores(top) if gitignore else []
+    inherited = _parent_gitignores(top, problems) if gitignore else []
     top_real = os.path.realpath(top)
     found: list[str] = []
     visited = {top_real}  # real folders entered: a link back up would otherwise loop forever
@@ -212,7 +256,7 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
     while stack:
         root, ignores = stack.pop()
         if gitignore:
-            own = read_gitignore(root)
+            own = _read_gitignore(root, problems)
             if own is not None:
                 ignores = ignores + [own]
         try:
@@ -243,7 +287,8 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
             if is_link:
                 real = os.path.realpath(path)
                 if os.path.exists(path) and not (inside(real, top_real) or allowed.admits(real)):
-                    problems.append(_link_out(path, real, top))
+                    if not is_dir:  # a folder linked in from elsewhere (`data -> /datasets`) is passed in silence
+                        problems.append(_link_out(path, real, top))
                     continue
             if is_dir:
                 real = os.path.realpath(path)
@@ -290,9 +335,24 @@ def _ignored_by(ignores, path: str, is_dir: bool) -> bool:
     return bool(verdict)
 
 
-def _parent_gitignores(folder: str) -> list:
-    """The .gitignore files above `folder`, up to the repository root (the folder holding .git)."""
+def _read_gitignore(folder: str, problems: list | None):
+    """The folder's .gitignore patterns, or None; one that cannot be read is reported (DS008), as git warns."""
+    from .files import FileError, TooLarge
     from .pathmatch import read_gitignore
+    try:
+        return read_gitignore(folder)
+    except TooLarge:
+        raise
+    except FileError as error:
+        if problems is not None:
+            path = os.path.join(folder, ".gitignore")
+            problems.append(_entry_problem(path, _without_path(path, UsageError(str(error))) + "; its patterns are "
+                                                 "not applied, so what it ignores is linted"))
+        return None
+
+
+def _parent_gitignores(folder: str, problems: list | None = None) -> list:
+    """The .gitignore files above `folder`, up to the repository root (the folder holding .git)."""
     chain = []
     current = os.path.abspath(folder)
     while True:
@@ -303,14 +363,13 @@ def _parent_gitignores(folder: str) -> list:
         chain.append(current)
     if not os.path.exists(os.path.join(current, ".git")):
         return []  # not inside a repository: only the walked folders' own .gitignore files count
-    return [patterns for folder_ in reversed(chain) if (patterns := read_gitignore(folder_)) is not None]
+    return [patterns for folder_ in reversed(chain) if (patterns := _read_gitignore(folder_, problems)) is not None]
 
 
-def _gitignored(path: str) -> bool:
+def _gitignored(path: str, problems: list | None = None) -> bool:
     folder = os.path.dirname(os.path.abspath(path))
-    from .pathmatch import read_gitignore
-    ignores = _parent_gitignores(folder)
-    own = read_gitignore(folder)
+    ignores = _parent_gitignores(folder, problems)
+    own = _read_gitignore(folder, problems)
     if own is not None:
         ignores.append(own)
     if not ignores:
@@ -333,6 +392,8 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     documents: dict[str, Document] = {}
     docs: dict[str, Document] = {}
     spelled: dict[str, str] = {}  # real path -> the path as the user gave it
+    crashed: list[InternalError] = []
+    many = len(files) > KEEP_PARSED
     scripts = [path for path in files if path.endswith(SCRIPT_SUFFIX) and options.kind is None]
     for path in files:
         if path.endswith(SCRIPT_SUFFIX) and options.kind is None:
@@ -342,14 +403,20 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
             continue
         spelled[real] = path
         try:
-            doc, unreadable = read_document(path, options)
+            with budget.per_file():
+                doc, unreadable = read_document(path, options)
         except UsageError as error:
             if path not in options.found:
                 raise
             doc, unreadable = None, [_entry_problem(path, _without_path(path, error))]
+        except (Exception, budget.Overrun) as error:  # reading this one file crashed: dsconfig's bug, reported
+            crashed.append(InternalError(path, error))
+            continue
         findings.extend(unreadable)
         if doc is not None:
             docs[real] = doc
+            if doc.kind != "accelerate" and len(docs) > KEEP_PARSED:
+                doc.release()  # a large walk: read again when checked, so that one parse tree at a time is held
 
     # Scripts read the training configs' batch sizes (hps.train.batch_size); the configs are checked
     # knowing whether a script builds BatchNorm layers.
@@ -357,12 +424,16 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     asked = options  # what the user gave: DS010 is about these, not what the scripts revealed
     if scripts:
         values = config_values if config_values is not None else _config_values(docs.values(), options)
-        found, script_docs, script_result = _lint_scripts(scripts, options, values)
-        findings.extend(found)
-        documents.update(script_docs)
-        findings.extend(_unused_by_scripts(script_result, options))
-        if script_result.batchnorm is not None and not options.batchnorm:
-            options = options._replace(batchnorm=True)
+        try:
+            found, script_docs, script_result = _lint_scripts(scripts, options, values)
+        except InternalError as error:
+            crashed.append(error)
+        else:
+            findings.extend(found)
+            documents.update(script_docs)
+            findings.extend(_unused_by_scripts(script_result, options))
+            if script_result.batchnorm is not None and not options.batchnorm:
+                options = options._replace(batchnorm=True)
 
     sides = pairs.find_sides(docs.values())
     paired: dict[str, list[pairs.Side]] = {}
@@ -381,9 +452,19 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     training_options = _launched_by(docs.values(), options)
     for real, doc in docs.items():
         if real not in paired:  # a paired JSON is linted below, in its pair's context
-            found = lint_document(doc, training_options if doc.kind == "other" else options)
+            try:
+                with budget.per_file():
+                    found = lint_document(doc, training_options if doc.kind == "other" else options)
+            except InternalError as error:
+                crashed.append(error)
+                continue
+            except budget.Overrun as error:
+                crashed.append(InternalError(doc.path, error))
+                continue
             findings.extend(found)
             documents[doc.path] = doc
+            if many:
+                doc.release()
             if real in launching:
                 doc.checked_with = frozenset(("world_sizes", "dataset_size", "batchnorm"))  # through its JSON
             findings.extend(place(doc, unused_options(doc, asked, found)))
@@ -392,13 +473,26 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
             findings.extend(place(side.doc, [pairs.missing_file(side)]))
     for real, users in paired.items():
         path = spelled.get(real) or os.path.normpath(users[0].json_path)
-        found, doc = _lint_pair(path, users, options)
+        try:
+            with budget.per_file():
+                found, doc = _lint_pair(path, users, options)
+        except InternalError as error:
+            crashed.append(error)
+            continue
+        except (Exception, budget.Overrun) as error:  # reading or comparing the pair crashed
+            crashed.append(InternalError(path, error))
+            continue
         findings.extend(found)
         if doc is not None:
             documents[doc.path] = doc
+            if many:
+                doc.release()
     if script_result is not None and script_result.batchnorm is not None and not asked.batchnorm:
         _cite_batchnorm(findings, script_result.batchnorm)
-    return LintResult(_in_file_order(findings, files), documents, script_result)
+    linted = {path: doc.kind for path, doc in documents.items()}
+    reported = {finding.file for finding in findings}
+    documents = {path: doc for path, doc in documents.items() if path in reported}
+    return LintResult(_in_file_order(findings, files), documents, script_result, tuple(crashed), linted)
 
 
 def _config_values(docs, options: Options) -> dict[str, object]:
@@ -411,6 +505,8 @@ def _config_values(docs, options: Options) -> dict[str, object]:
         if doc.kind != "other":
             continue
         loaded, value = doc.tree
+        if len(docs) > KEEP_PARSED:
+            doc.release()
         if not loaded or not isinstance(value, dict):
             continue
         for key, item in config_values(value, options.framework, options.batch_keys).items():
@@ -524,8 +620,9 @@ def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Find
     JSON document (None when it could not be read)."""
     sizes = pairs.launched_world_sizes(users)
     pair_options = options._replace(world_sizes=options.world_sizes or (sizes or None), kind="deepspeed")
+    beside = os.path.dirname(os.path.abspath(users[0].doc.path))  # pairs.refusal admitted the YAML's folder
     try:
-        doc, unreadable = read_document(json_path, pair_options)
+        doc, unreadable = read_document(json_path, pair_options, beside=beside)
     except UsageError as error:  # no read permission: the YAMLs' files are not the user's command line
         return [_entry_problem(json_path, _without_path(json_path, error))], None
     if doc is None:
@@ -545,17 +642,23 @@ def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Find
     return findings, doc
 
 
-def read_document(path: str, options: Options) -> tuple[Document | None, list[Finding]]:
-    """(document, []) for a readable file, or (None, findings) when it is too large or not UTF-8 text."""
+def read_document(path: str, options: Options, beside: str | None = None) -> tuple[Document | None, list[Finding]]:
+    """(document, []) for a readable file, or (None, findings) when it is too large, not UTF-8 text, or
+    refused by the reading boundary (`beside`: a folder it admits too, dsconfig.boundary.refusal)."""
+    from . import files
     data = None
     if options.sources:
         data = options.sources.get(os.path.realpath(path))
     if data is None:
-        from .files import TooLarge
         try:
-            data = read_bytes(path, options.max_bytes)
-        except TooLarge as error:
+            data = read_bytes(path, options.max_bytes, beside=beside)
+        except files.TooLarge as error:
             return None, too_large(path, error, named=options.kind is not None or named(path, options))
+        except files.Refused as error:
+            finding = Finding(REFERENCE_NOT_FOLLOWED, _without_path(path, UsageError(str(error))) + " (dsconfig "
+                              "reads only what it is asked to lint; give that path too, or --allow-read it)")
+            finding.file, finding.line, finding.column = path, 1, 1
+            return None, [finding]
     elif isinstance(data, str):
         data = data.encode("utf-8")
     try:
@@ -571,12 +674,13 @@ def named(path: str, options: Options) -> bool:
     return path not in options.found
 
 
-def read_bytes(path: str, limit: int | None = None) -> bytes:
-    """The file's bytes; files.TooLarge past `limit`, UsageError when it cannot be read."""
+def read_bytes(path: str, limit: int | None = None, beside: str | None = None) -> bytes:
+    """The file's bytes; files.TooLarge past `limit`, files.Refused when the reading boundary refuses it,
+    UsageError when it cannot be read."""
     from . import files
     try:
-        return files.read_bytes(path, limit or files.MAX_BYTES)
-    except files.TooLarge:
+        return files.read_bytes(path, limit or files.MAX_BYTES, beside=beside)
+    except (files.TooLarge, files.Refused):
         raise
     except files.FileError as error:
         raise UsageError(str(error)) from None
@@ -642,7 +746,7 @@ def open_document(text: str, path: str, options: Options) -> Document:
         doc = YamlDocument(path, text)
         doc.kind = _classify_yaml(doc, named(path, options))
         return doc
-    doc = JsonDocument(path, text)
+    doc = DictDocument(path, text) if options.python_dict else JsonDocument(path, text)
     doc.kind = options.kind or _classify(doc, named(path, options))
     return doc
 
@@ -660,7 +764,9 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
             from .accelerate import lint_accelerate
             findings = lint_accelerate(doc, options)
             if options.training_args is not None and doc.loaded and isinstance(doc.value, dict):
-                from .fsdp.trainer_args import yaml_conflicts  # the launch and the Trainer's own FSDP arguments
+                from .fsdp.trainer_args import (
+                    yaml_conflicts,  # the launch and the Trainer's own FSDP arguments
+                )
                 findings += yaml_conflicts(doc.value, options.training_args)
         elif doc.kind == "deepspeed":
             from .deepspeed.check import lint_deepspeed

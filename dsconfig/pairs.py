@@ -97,7 +97,7 @@ def refusal(side: Side, boundary, docs: dict) -> Finding | None:
     if side.json_path.endswith(".json") and detect.named_like_deepspeed(side.json_path):
         return None  # a config by its name: linted, its syntax errors shown where they are
     # Any other file is linted only if it reads as a DeepSpeed config; its text is never quoted otherwise.
-    loaded, value = _json_reading(real, docs)
+    loaded, value = _json_reading(real, docs, beside=folder)
     if not loaded and value is not None:
         return Finding(CONFIG_FILE_MISSING, f"deepspeed_config_file `{written}` is not JSON: every process fails "
                                             f"in DeepSpeedPlugin, whose json.load raises \"{value}\"", pointer,
@@ -109,7 +109,7 @@ def refusal(side: Side, boundary, docs: dict) -> Finding | None:
     return None
 
 
-def _json_reading(real: str, docs: dict) -> tuple[bool, object]:
+def _json_reading(real: str, docs: dict, beside: str) -> tuple[bool, object]:
     """(True, value) when json.load reads the file; (False, "JSONDecodeError: ...") when it fails;
     (False, None) when the file cannot be read (linting the pair says why)."""
     import json
@@ -120,7 +120,7 @@ def _json_reading(real: str, docs: dict) -> tuple[bool, object]:
         text = doc.text
     else:
         try:
-            text = files.read_bytes(real).decode("utf-8")
+            text = files.read_bytes(real, beside=beside).decode("utf-8")
         except (files.FileError, UnicodeDecodeError):
             return False, None
     try:

@@ -1,9 +1,11 @@
 """Configuration: `[tool.dsconfig]` in pyproject.toml, or the top level of `.dsconfig.toml`.
 
 Found by walking up from the working directory (a `.dsconfig.toml` wins over a pyproject.toml in
-the same folder; a pyproject.toml without `[tool.dsconfig` is passed over), stopping at the
-repository root; `--config PATH` names the file, `--no-config` ignores any. Command-line flags
-override what the file says.
+the same folder; a pyproject.toml without a `tool.dsconfig` table is passed over), stopping at the
+repository root; outside a repository only the working directory is looked in. `--config PATH`
+names the file, `--no-config` ignores any. Command-line flags override what the file says. The file
+is read through the reading boundary (dsconfig.boundary): never through a link out of the project
+or into /proc, and its `allow-read` is not honoured (the settings come with the repository linted).
 
 ```toml
 [tool.dsconfig]
@@ -16,7 +18,7 @@ select = ["DS", "ACC"]                # codes, prefixes (DS2, ACC) or rule names
 ignore = ["DS509"]
 fail-on = "warning"                   # error (default) | warning | info
 exclude = ["legacy/", "**/generated/*.json"]   # gitignore-style, relative to this file's folder
-allow-read = ["../shared-configs"]    # folders a config may name files in (relative to this file's folder)
+allow-read = ["../shared-configs"]    # not honoured: only --allow-read on the command line widens what is read
 
 [tool.dsconfig.batch-keys]            # a training config's batch keys: per device or global
 "/data/train_bs" = "per-device"       # a JSON pointer, or data.train_bs
@@ -104,28 +106,63 @@ class Settings:
 
 
 def discover(start: str | None = None) -> str | None:
-    """The nearest configuration file from `start` (default: the working directory) upwards."""
-    folder = os.path.abspath(start or os.getcwd())
-    while True:
+    """The nearest configuration file from `start` (default: the working directory) up to the project's
+    ceiling: the repository root, or without one the working directory itself (dsconfig.boundary), so that
+    a stray pyproject.toml above an unversioned tree never decides what is linted in it."""
+    from .boundary import folders_up_to_ceiling
+    for folder in folders_up_to_ceiling(start):
         candidate = os.path.join(folder, CONFIG_NAME)
-        if os.path.isfile(candidate):
+        if os.path.lexists(candidate):
             return candidate
         candidate = os.path.join(folder, PYPROJECT)
-        if os.path.isfile(candidate) and _mentions_tool_table(candidate):
+        if os.path.lexists(candidate) and _mentions_tool_table(candidate):
             return candidate
-        parent = os.path.dirname(folder)
-        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
-            return None
-        folder = parent
+    return None
 
 
 def _mentions_tool_table(path: str) -> bool:
-    from .files import MAX_BYTES, read_at_most
-    try:
-        with open(path, "rb") as handle:
-            return b"[tool.dsconfig" in read_at_most(handle, MAX_BYTES + 1)  # load() refuses a larger one
-    except OSError:
+    """Whether the pyproject.toml has a `tool.dsconfig` table, however it is written (`[tool.dsconfig]`,
+    `tool.dsconfig.ignore = [...]`, `[tool]` with `dsconfig = {...}`). One that cannot be read or parsed but
+    mentions dsconfig is chosen, so that `load` says what is wrong with it rather than passing it over."""
+    data = _read(path)
+    if b"dsconfig" not in data:
         return False
+    try:
+        parsed = _parse_toml(data)
+    except ConfigError:
+        return True
+    tool = parsed.get("tool")
+    return isinstance(tool, dict) and "dsconfig" in tool
+
+
+def _read(path: str) -> bytes:
+    """The settings file's bytes, through the reading boundary: a discovered file is project metadata (read
+    up to the project's ceiling, never through a link out of it or into /proc); `--config` names its own."""
+    from . import files
+    from .boundary import project_ceiling
+    try:
+        return files.read_bytes(path, files.MAX_BYTES, metadata=project_ceiling())
+    except files.TooLarge:
+        raise ConfigError(f"{_shown(path)}: is larger than {files.format_size(files.MAX_BYTES)}, more than any "
+                          "configuration file holds; not read") from None
+    except files.FileError as error:
+        raise ConfigError(_relative_message(path, str(error))) from None
+
+
+def _relative_message(path: str, message: str) -> str:
+    return _shown(path) + message[len(path):] if message.startswith(path) else message
+
+
+def _parse_toml(data: bytes) -> dict:
+    import tomllib
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"invalid TOML: {error}") from None
+    except (ValueError, RecursionError) as error:  # an integer past 4,300 digits; nesting past the stack
+        raise ConfigError(f"invalid TOML: {str(error).split(';')[0]}") from None
 
 
 def resolve(config: str | None = None, no_config: bool = False) -> Settings:
@@ -135,35 +172,24 @@ def resolve(config: str | None = None, no_config: bool = False) -> Settings:
     path = config if config is not None else discover()
     if path is None:
         return Settings()
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise ConfigError(f"{path}: no such configuration file")
     return load(path)
 
 
 def load(path: str) -> Settings:
-    import tomllib
-
-    from .files import MAX_BYTES, format_size, read_at_most
-
     shown = _shown(path)
+    raw = _read(path)
     try:
-        with open(path, "rb") as handle:
-            raw = read_at_most(handle, MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise ConfigError(f"{shown}: is larger than {format_size(MAX_BYTES)}, more than any configuration file "
-                              "holds; not read")
-        text = raw.decode("utf-8")
-        data = tomllib.loads(text)
-    except OSError as error:
-        raise ConfigError(f"{shown}: cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{shown}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{shown}: invalid TOML: {error}") from None
+        data = _parse_toml(raw)
+    except ConfigError as error:
+        raise ConfigError(f"{shown}: {error}") from None
+    text = raw.decode("utf-8")
 
     is_pyproject = os.path.basename(path) == PYPROJECT
     if is_pyproject:
-        table = data.get("tool", {}).get("dsconfig")
+        tool = data.get("tool", {})
+        table = tool.get("dsconfig") if isinstance(tool, dict) else None
         if table is None:
             table = {}
         where = f"{shown}: [tool.dsconfig]"

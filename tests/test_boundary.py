@@ -78,7 +78,8 @@ def test_a_symlink_in_the_tree_is_not_followed_out_of_it(tree):
     results = never_leaks("configs", cwd=tree / "repo")
     found = json.loads(results["json"].stdout)
     by_file = {(os.path.basename(f["file"]), f["code"]) for f in found}
-    assert ("ds_config_link.json", "DS009") in by_file and ("shared", "DS009") in by_file
+    assert ("ds_config_link.json", "DS009") in by_file
+    assert not [f for f in found if os.path.basename(f["file"]) == "shared"]  # a folder linked in: passed in silence
     assert ("accelerate_config.yaml", "DS009") in by_file
     assert ("ds_config.json", "DS509") not in by_file  # the real config beside them is still linted, and clean
 
@@ -110,9 +111,30 @@ def test_allow_read_lets_a_named_file_be_read(tree):
     allowed = dsconfig("lint", "configs", "--no-config", "--format", "json", "--allow-read", str(shared),
                        cwd=tree / "repo")
     assert "DS009" not in codes(allowed) and "DS202" in codes(allowed)
-    (tree / "repo" / ".dsconfig.toml").write_text('allow-read = ["../shared"]\n')
+
+
+@pytest.mark.parametrize("settings_file, text", [
+    (".dsconfig.toml", 'allow-read = ["../shared", "/"]\n'),
+    ("pyproject.toml", '[tool.dsconfig]\nallow-read = ["/"]\n'),
+    ("pyproject.toml", 'tool.dsconfig.allow-read = ["/"]\n'),
+])
+def test_a_repositorys_own_allow_read_never_widens_what_is_read(tree, settings_file, text):
+    """The settings come with the repository linted: a pull request's `allow-read = ["/"]` must not let a YAML
+    name any file on the CI runner. It is reported, and only --allow-read on the command line widens."""
+    configs = tree / "repo" / "configs"
+    shared = tree / "shared"
+    shared.mkdir()
+    (shared / "zero2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 4, "train_batch_size": 7,
+                                                   "registry_token": SECRET}) + "\n")
+    (configs / "accelerate_config.yaml").write_text(accelerate_yaml("../../shared/zero2.json"))
+    (tree / "repo" / settings_file).write_text(text)
+    for output_format in FORMATS:
+        configured = dsconfig("lint", "configs", "--format", output_format, cwd=tree / "repo")
+        assert SECRET not in configured.stdout + configured.stderr, output_format
+        assert "`allow-read` is not honoured" in configured.stderr
     configured = dsconfig("lint", "configs", "--format", "json", cwd=tree / "repo")
-    assert "DS009" not in codes(configured) and "DS202" in codes(configured)
+    assert "DS009" in codes(configured) and "DS202" not in codes(configured)
+    assert configured.returncode == 1
 
 
 def test_a_json_that_is_no_config_is_never_quoted(tree):

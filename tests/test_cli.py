@@ -251,8 +251,32 @@ def test_a_crashing_check_is_an_internal_error_naming_the_file(tmp_path, monkeyp
     result = CliRunner().invoke(cli, ["lint", "--no-config", path])
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
-    assert result.stderr == (f"dsconfig: internal error: {path}: KeyError: 'boom' (please report this with the file "
-                             "that caused it)\n")
+    assert result.stderr == ("no problems in 0 files; 1 file not checked (an internal error, below)\n"
+                             f"dsconfig: internal error: {path}: KeyError: 'boom': this file was not checked (please "
+                             "report this with the file that caused it)\n")
+
+
+def test_a_crash_in_one_file_does_not_hide_the_others(tmp_path, monkeypatch):
+    """A walk over a repository: the file whose check crashed is reported as not checked (exit 2), and every other
+    file's findings are still reported."""
+    from dsconfig.deepspeed import models
+    real = models._check_pydantic_sections
+
+    def crash_on_one(*args, **kwargs):
+        if any("boom" in str(arg) for arg in args):
+            raise KeyError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(models, "_check_pydantic_sections", crash_on_one)
+    write(tmp_path, "a_ds_config.json", {"train_batch_size": 8.0})
+    write(tmp_path, "b_ds_config.json", {"train_batch_size": 8, "zero_optimization": {"stage": 2, "boom": 1}})
+    write(tmp_path, "c_ds_config.json", {"train_batch_size": 8, "zero_optimization": {"stage": "2"}})
+    result = CliRunner().invoke(cli, ["lint", "--no-config", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "a_ds_config.json:1:" in result.stdout and "c_ds_config.json:1:" in result.stdout
+    assert "b_ds_config.json" not in result.stdout
+    assert "1 file not checked" in result.stderr
+    assert f"internal error: {tmp_path / 'b_ds_config.json'}: KeyError" in result.stderr
 
 
 # -- whatever breaks: one line, exit 2 ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -283,3 +284,198 @@ def test_problem_says_what_git_would_not_match(pattern, says):
                                      "\\[literal]", "[[:digit:]]*", "[[:]", "a\\ ", "\\#notes", "**/gen/*.json"])
 def test_good_patterns_have_no_problem(pattern):
     assert problem(pattern) is None
+
+
+# -- repeated `**`: the same paths as one, in one pass over a path -----------------------------------------
+
+# each with the single-`**` pattern git reads it as (`a/**/**/b` matches exactly what `a/**/b` does)
+REPEATED = [("**/**/a", "**/a"), ("**/**/**/**/b", "**/b"), ("q/**/**/b", "q/**/b"), ("q/**/**/**", "q/**"),
+            ("**/**/*.json", "**/*.json"), ("q/**/**/b/", "q/**/b/"), ("**/**/a/**/**/b", "**/a/**/b"),
+            ("!**/**/a", "!**/a"), ("/**/**/z", "/**/z"), ("**/**/**/**/x*", "**/x*")]
+
+
+@pytest.mark.parametrize("repeated, single", REPEATED)
+def test_repeated_globstar_matches_what_one_does(repeated, single):
+    tree = {}  # the paths of TREE_FILES and their folders (matching reads no disk)
+    for name in TREE_FILES:
+        parts = name.split("/")
+        tree.update(("/".join(parts[:depth]), True) for depth in range(1, len(parts)))
+        tree.setdefault(name, False)
+    repeated, single = _lines(repeated), _lines(single)
+    assert _ours(Path("/base"), repeated, tree.items()) == _ours(Path("/base"), single, tree.items())
+    assert _ours(Path("/base"), repeated, tree.items())  # each matches something
+
+
+@needs_git
+@pytest.mark.parametrize("repeated, single", REPEATED)
+def test_repeated_globstar_is_what_git_does(repeated, single, git_repo):
+    root, tree = git_repo
+    paths = [name for name, _ in tree]
+    repeated, single = _lines(repeated), _lines(single)
+    assert _ours(root, repeated, tree) == _git_ignores(root, repeated, paths) == _git_ignores(root, single, paths)
+
+
+def _lines(pattern: str) -> list[str]:
+    """The pattern, after `*` when it takes paths back."""
+    return ["*", pattern] if pattern.startswith("!") else [pattern]
+
+
+def test_repeated_globstar_on_a_deep_path():
+    """150 folders and four `**`: the verdicts of one `**`, at every depth."""
+    names = ["a"] * 150
+    names[99] = "b"
+    path = "/".join(names) + "/x.json"
+    for repeated, single in [("**/**/**/**/b", "**/b"), ("**/**/**/**/b/**/**/x*", "**/b/**/x*"),
+                             ("a/**/**/**/**/a/x.json", "a/**/a/x.json"), ("**/**/**/**/c", "**/c"),
+                             ("**/**/a/**/**/a/**/**/*.json", "**/a/**/a/**/*.json")]:
+        for pattern in (repeated, single):
+            ours = PatternSet("/base", [pattern])
+            expected = [_excluded_folder_by_folder(ours, "/".join(names[:depth]), True) for depth in range(1, 151)]
+            assert [ours.excluded("/base/" + "/".join(names[:depth]), True) for depth in range(1, 151)] == expected
+        assert PatternSet("/base", [repeated]).excluded("/base/" + path) == \
+            PatternSet("/base", [single]).excluded("/base/" + path), repeated
+    assert PatternSet("/base", ["**/**/**/**/b"]).excluded("/base/" + path)
+    assert not PatternSet("/base", ["**/**/**/**/c"]).excluded("/base/" + path)
+
+
+def _excluded_folder_by_folder(patterns: PatternSet, rel: str, is_dir: bool) -> bool:
+    """What PatternSet.excluded says, as it said it before reading a path once: `match` on each folder."""
+    parts = rel.split("/")
+    return (any(patterns.match("/".join(parts[:depth]), True) for depth in range(1, len(parts)))
+            or bool(patterns.match(rel, is_dir)))
+
+
+path_names = st.lists(st.sampled_from(["a", "b", "ab", "z", "x.json", "a.json", "gen", "q"]), min_size=1, max_size=7)
+
+
+@settings(FAST, max_examples=1500)
+@given(lines=st.lists(patterns, min_size=1, max_size=3), names=path_names, is_dir=st.booleans())
+def test_excluded_reads_each_folder_as_match_does(lines, names, is_dir):
+    """One pass over the path gives each folder the verdict `match` gives it (the last pattern matching wins)."""
+    ours = PatternSet("/base", lines)
+    rel = "/".join(names)
+    assert ours.excluded("/base/" + rel, is_dir) == _excluded_folder_by_folder(ours, rel, is_dir), (lines, rel)
+
+
+# -- glob_paths: what glob.glob(recursive=True) returns, each path once --------------------------------------
+
+GLOB_FILES = ["top.json", ".dot.json", "a/x.json", "a/b/y.json", "a/b/c/z.yaml", "a/.h/c/q.json", ".hid/x/r.json",
+              "d/a/a/b/s.json", "d/a/t.yaml", "e/f.json", "w i/g.json", "node_modules/p/n.json", "f.json/inner.json"]
+
+
+@pytest.fixture(scope="module")
+def glob_tree(tmp_path_factory):
+    """A tree with hidden files and folders, a link to a folder, a dangling link, a folder named like a file."""
+    root = tmp_path_factory.mktemp("globs") / "sandbox" / "tree"  # `..` stays inside tmp_path
+    for name in GLOB_FILES:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}")
+    if os.sep == "/":
+        os.symlink("../a", root / "d" / "link")
+        os.symlink("nowhere", root / "e" / "dangle.json")
+    return root
+
+
+GLOBS = ["*", "**", "**/*", "**/**", "**/**/**", "*.json", "**/*.json", "**/**/*.json", "**/**/**/**/*.json",
+         "./**/*.json", ".//**//*.json", "a/**", "a/**/**", "a/**/", "a/**/**/", "**/", "**/**/", "**/b/*",
+         "**/b/**/*.yaml", "**/a/**/*.json", "**/a/**/a/**", "**/.h/**", "**/.*", ".*/**", "*/.*/**/*.json",
+         "**/..", "**/../*.json", "a/*/../*", "*/link/**", "**/link/*", "**/[ab]/*", "**/?.json", "e/*",
+         "e/dangle.json*", "**/*.json/", "f.json/**", "**/**/f.json", "nothing/**/*.json", "**/nothing",
+         "a/**/**/b/**/**/c/**/**/*.yaml", "../tree/**/*.json", "*/", "*/*/", "[!a]*/**"]
+
+
+@pytest.mark.parametrize("pattern", GLOBS)
+def test_glob_paths_are_those_of_glob_glob(pattern, glob_tree, monkeypatch):
+    import glob
+
+    from dsconfig.pathmatch import glob_paths
+    monkeypatch.chdir(glob_tree)
+    assert glob_paths(pattern) == sorted(set(glob.glob(pattern, recursive=True)))
+    absolute = os.path.join(str(glob_tree), pattern)
+    assert glob_paths(absolute) == sorted(set(glob.glob(absolute, recursive=True)))
+
+
+glob_components = st.lists(st.sampled_from(["**", "**", "*", "a", "b", "c", "*.json", "?", "[ab]", ".*", ".h", "..",
+                                            ".", "", "link", "d", "x*"]), min_size=1, max_size=5)
+
+
+@settings(FAST, max_examples=300)
+@given(components=glob_components, start=st.sampled_from(["", "./", "a/", "../tree/"]), slash=st.booleans())
+def test_glob_paths_agree_with_glob_glob(components, start, slash, glob_tree, monkeypatch):
+    import glob
+
+    from dsconfig.pathmatch import glob_paths
+    pattern = start + "/".join(components) + ("/" if slash else "")
+    if components.count("**") > 3 or components.count("..") > 1 or pattern.startswith("/"):
+        return  # glob.glob takes minutes there (depth^k), or reads the whole disk
+    monkeypatch.chdir(glob_tree)
+    assert glob_paths(pattern) == sorted(set(glob.glob(pattern, recursive=True))), pattern
+
+
+def _deep_tree(root, depth: int = 150) -> list[str]:
+    """a/a/.../a (depth folders) with a config at a few depths: the paths from `root`, sorted."""
+    files = []
+    for level in (1, 2, 75, depth):
+        folder = os.path.join(*["a"] * level)
+        os.makedirs(root / folder, exist_ok=True)
+        (root / folder / "ds_config.json").write_text('{"train_micro_batch_size_per_gpu": 4}')
+        files.append(os.path.join(folder, "ds_config.json"))
+    return sorted(files)
+
+
+def test_glob_paths_of_repeated_globstar_over_a_deep_tree(tmp_path, monkeypatch):
+    """glob.glob yields the deepest file C(153, 3) times for four `**` (and takes hours): each path once here."""
+    from dsconfig.pathmatch import glob_paths
+    files = _deep_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for pattern in ("**/**/**/**/*.json", "**/*.json", "**/**/a/**/**/ds_config.json", "a/**/**/**/**/*.json"):
+        assert glob_paths(pattern) == files, pattern
+    assert glob_paths("**/a/**/a/**/**/*.json") == [name for name in files if name != "a/ds_config.json"]
+    assert glob_paths("./**/**/**/**/*.json") == ["./" + name for name in files]
+    folders = glob_paths("**/**/**/**/")
+    assert len(folders) == len(set(folders)) == 150
+
+
+@pytest.mark.parametrize("pattern", ["./**/**/**/**/*.json", "**/**/**/**/*.json", "./**/**/**/**", "**/**/**/**",
+                                     "**/**/a/**/**/*.json", "./**/**/**/**/"])
+def test_expand_glob_of_a_deep_tree_finds_each_file_once(pattern, tmp_path, monkeypatch):
+    from dsconfig.boundary import Boundary
+    from dsconfig.engine import _expand_glob
+    (tmp_path / ".git").mkdir()
+    files = _deep_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    problems: list = []
+    found = _expand_glob(pattern, None, True, problems, Boundary(()))
+    assert sorted(os.path.normpath(path) for path in found) == files and len(found) == len(files)
+    assert problems == []
+
+
+def test_expand_glob_with_repeated_globstar_keeps_what_one_globstar_skips(tmp_path, monkeypatch):
+    """Hidden and VCS folders, exclude, .gitignore, special files: `**/**/**` collects what `**` does."""
+    from dsconfig.boundary import Boundary
+    from dsconfig.engine import _expand_glob
+    for name in ["ds.json", "c/ds.json", "c/d/ds.json", ".hidden/ds.json", "node_modules/p/ds.json", "build/ds.json",
+                 "c/skip.json", "c/d/old/ds.json", "c/notes.txt"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("build/\nold/\n")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "c" / "pipe.json")
+    monkeypatch.chdir(tmp_path)
+    exclude = PatternSet(str(tmp_path), ["**/skip.json"])
+
+    def collected(pattern):
+        problems: list = []
+        found = _expand_glob(pattern, exclude, True, problems, Boundary(()))
+        return found, [(problem.file, problem.message) for problem in problems]
+
+    expected = collected("**/*.json")
+    assert expected[0] == ["c/d/ds.json", "c/ds.json", "ds.json"]
+    assert [file for file, _ in expected[1]] == (["c/pipe.json"] if hasattr(os, "mkfifo") else [])
+    for pattern in ("**/**/*.json", "**/**/**/**/*.json", "**/**/**/*.json"):
+        assert collected(pattern) == expected, pattern
+    # folders matched: walked once, the walk of the top pruning what it does not lint
+    assert sorted(collected("./**/**/**")[0]) == sorted(collected("./**")[0]) == ["./c/d/ds.json", "./c/ds.json",
+                                                                                   "./ds.json"]
+    assert collected("./**/**/**")[1] == collected("./**")[1]

@@ -79,6 +79,67 @@ def test_discovery_stops_at_the_repository_root(tmp_path, monkeypatch):
     assert settings_module.discover() is None
 
 
+@pytest.mark.parametrize("text", [
+    'tool.dsconfig.ignore = ["DS401"]\n',
+    '[tool]\ndsconfig = {ignore = ["DS401"]}\n',
+    '[tool.dsconfig]\nignore = ["DS401"]\n',
+    '[project]\nname = "x"\n[tool."dsconfig"]\nignore = ["DS401"]\n',
+])
+def test_every_spelling_of_the_tool_table_is_found(project, text):
+    """TOML's dotted keys and inline tables are the same table as `[tool.dsconfig]`: none is passed over."""
+    (project / "pyproject.toml").write_text(text)
+    assert settings_module.discover() == str(project / "pyproject.toml")
+    status, found = items("configs")
+    assert "DS401" not in codes(found) and "DS201" in codes(found)
+
+
+def test_without_a_repository_only_the_working_directory_is_searched(tmp_path, monkeypatch):
+    """A stray settings file above an unversioned tree (say, in /tmp) must not decide what is linted in it: it
+    could exclude the very file named, which would then pass."""
+    (tmp_path / ".dsconfig.toml").write_text('exclude = ["*.json"]\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "ds_config.json").write_text('{"train_batch_size": 7.0}\n')
+    monkeypatch.chdir(work)
+    if any((parent / ".git").exists() for parent in work.parents):
+        pytest.skip("the temporary folder lies inside a repository here")
+    assert settings_module.discover() is None
+    result = lint("ds_config.json")
+    assert result.exit_code == 1 and "DS201" in result.stdout
+    (work / ".dsconfig.toml").write_text('ignore = ["DS201"]\n')  # the working directory's own is read
+    assert lint("ds_config.json").exit_code == 0
+
+
+def test_a_settings_file_that_cannot_be_read_is_a_usage_error(project):
+    """Not a silent pass: its selections and exclusions would be lost. A link out of the project or into /proc is
+    not followed either."""
+    (project / "pyproject.toml").write_text('[tool.dsconfig]\nignore = ["DS401"]\n')
+    os.chmod(project / "pyproject.toml", 0)
+    try:
+        if os.access(project / "pyproject.toml", os.R_OK):
+            pytest.skip("root reads any file")
+        result = lint("configs")
+        assert result.exit_code == 2 and "pyproject.toml: cannot read: Permission denied" in result.stderr
+    finally:
+        os.chmod(project / "pyproject.toml", 0o644)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="no /proc here")
+def test_a_settings_file_linked_into_proc_is_not_read(project):
+    os.symlink("/proc/self/environ", project / ".dsconfig.toml")
+    result = lint("configs")
+    assert result.exit_code == 2 and ".dsconfig.toml" in result.stderr and "/proc" in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_an_integer_past_python_s_limit_is_a_one_line_usage_error(project):
+    (project / ".dsconfig.toml").write_text("world-sizes = [" + "9" * 5000 + "]\n")
+    result = lint("configs")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("dsconfig: error: .dsconfig.toml: invalid TOML: Exceeds the limit"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_config_and_no_config_options(project):
     (project / ".dsconfig.toml").write_text('ignore = ["DS201"]\n')
     (project / "other.toml").write_text('ignore = ["DS401"]\n')

@@ -22,6 +22,7 @@ from ..targets import NAMES as TARGET_NAMES
 from ..training.epochs import FRAMEWORKS, MAX_DATASET_SIZE
 
 FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
+MAX_WORLD_SIZE = 2**31 - 1  # torch.distributed holds the world size in a C int (as dsconfig.check bounds it)
 
 
 class Selection(NamedTuple):
@@ -48,6 +49,8 @@ class Outcome(NamedTuple):
     missing: tuple[str, ...] = ()  # "path: why" for the paths given that are not there (exit 2 at the end)
     found: frozenset = frozenset()  # files a folder walk or a glob found (not named)
     skipped: int = 0  # files a walk or glob found that are no configs (DS005), not listed without --show-skipped
+    crashed: tuple = ()  # engine.InternalError per file whose checks crashed: reported after the rest, exit 2
+    linted: dict = {}  # path -> kind of every document linted (`documents` holds those with findings)
 
 
 def _world_sizes(value: str | None) -> tuple[int, ...] | None:
@@ -56,9 +59,13 @@ def _world_sizes(value: str | None) -> tuple[int, ...] | None:
     sizes = []
     for part in value.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) < 1:
-            raise click.BadParameter(f"{part!r} is not a positive integer (use e.g. 8 or 1,2,4,8)",
+        if not part.isascii() or not part.isdigit() or not part.strip("0"):
+            shown = repr(part) if len(part) <= 40 else f"{part[:40]!r}..."
+            raise click.BadParameter(f"{shown} is not a positive integer (use e.g. 8 or 1,2,4,8)",
                                      param_hint="--world-size")
+        if len(part.lstrip("0")) > len(str(MAX_WORLD_SIZE)) or int(part) > MAX_WORLD_SIZE:
+            _fail(f"--world-size: {part[:40]}{'...' if len(part) > 40 else ''} is more than {MAX_WORLD_SIZE:,}, the "
+                  "most processes torch.distributed counts (a C int)")
         sizes.append(int(part))
     return tuple(dict.fromkeys(sizes))
 
@@ -182,6 +189,10 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
     (exit 2) after the others are linted.
     """
     paths = paths or (".",)
+    from .. import boundary
+    # What this run may read: the paths and files the command line names, and --allow-read (never what a
+    # linted repository's own settings say). The standard input is no path on disk.
+    boundary.admit([p for p in paths if p != "-"] + [config_path, training_args, model], allow_read)
     if unsafe_fixes and not (apply_fixes or diff):
         raise click.UsageError("--unsafe-fixes needs --fix or --diff")
     if statistics and output_format in ("github", "sarif"):
@@ -192,6 +203,9 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
         output_file = None
     _check_output(output_file, force)
     selection = _selection(config_path, no_config, select, ignore, fail_on)
+    if selection.settings.allow_read:
+        _warn(f"{selection.settings.display_path}: `allow-read` is not honoured: a repository's own settings cannot "
+              "widen what dsconfig reads; give --allow-read PATH on the command line")
     inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
                       max_file_size, stdin_filename, allow_read)
     inputs = inputs._replace(options=_training_options(inputs.options, selection.settings, framework, batchnorm,
@@ -208,7 +222,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
             return outcomes[-1]
         status = lint_all_releases(run_and_keep, inputs, selection, exclude, respect_gitignore, output_format,
                                    output_file)
-        _exit_if_missing(outcomes[-1] if outcomes else None)
+        _exit_if_incomplete(next((o for o in outcomes if o.crashed), outcomes[-1]) if outcomes else None)
         sys.exit(status)
     inputs = inputs._replace(options=inputs.options._replace(deepspeed_version=release.version))
     outcome = _run(inputs, selection, exclude, respect_gitignore, fixing=apply_fixes or diff, unsafe=unsafe_fixes,
@@ -217,17 +231,17 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
         outcome = _quiet_about_skipped(outcome)
     if diff:
         status = _print_diff(outcome.fixes)
-        _exit_if_missing(outcome)
+        _exit_if_incomplete(outcome)
         sys.exit(status)
-    if apply_fixes:
-        _write_fixes(outcome.fixes)
+    unwritten = _write_fixes(outcome.fixes) if apply_fixes else 0
     _report(outcome, selection, output_format, output_file, color, statistics, unsafe_fixes,
             stdin=bool(inputs.stdin_text) and apply_fixes, release=release)
-    _exit_if_missing(outcome)
+    _exit_if_incomplete(outcome)
     if exit_zero:
         sys.exit(0)
     from .. import report
-    sys.exit(1 if report.failing(outcome.findings, selection.fail_on) else 0)
+    # a file another writer changed meanwhile was not fixed, and its findings were not all shown: exit 1
+    sys.exit(1 if report.failing(outcome.findings, selection.fail_on) or unwritten else 0)
 
 
 # -- settings -> options --------------------------------------------------------------------------------
@@ -342,8 +356,9 @@ def _training_options(options, settings, framework, batchnorm, batch_keys):
 
 
 def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool, fixing: bool,
-         unsafe: bool, writing: bool = False) -> Outcome:
-    """Collect the files, lint them (and fix them), keep what is selected and not suppressed."""
+         unsafe: bool, writing: bool = False, only: frozenset | None = None) -> Outcome:
+    """Collect the files, lint them (and fix them), keep what is selected and not suppressed. `only`: the real
+    paths of the files to lint among those collected (the release table relints only what releases change)."""
     from .. import engine
     from ..files import FileError
     from ..suppress import Suppressor, apply
@@ -363,17 +378,21 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         collection = engine.collect(inputs.paths, exclude=patterns, virtual=inputs.virtual, gitignore=respect_gitignore,
                                     allowed=allowed)
         files = collection.files
+        if only is not None:
+            files = [path for path in files if os.path.realpath(path) in only]
         if collection.missing and not files and not collection.problems:
             _fail("; ".join(collection.missing))  # nothing else to lint
+        from .. import boundary
+        boundary.admit_found(collection.boundary.roots)  # what the walks and globs found
         options = inputs.options._replace(found=collection.found, boundary=collection.boundary + allowed)
         if fixing:
             from .. import fix
             fixes = fix.run(files, options, Suppressor(settings, selection.enabled).keep, unsafe=unsafe,
                             stdin=inputs.stdin_text, writing=writing)
-            found, documents = fixes.findings, fixes.documents
+            found, documents, crashed, linted = fixes.findings, fixes.documents, fixes.crashed, fixes.linted
         else:
             result = engine.lint_files(files, options)
-            found, documents = result.findings, result.documents
+            found, documents, crashed, linted = result.findings, result.documents, result.crashed, result.linted
         found = collection.problems + found
     except engine.UsageError as error:
         _fail(str(error))
@@ -383,8 +402,9 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         _internal_error(str(error))
     except Exception as error:  # never a traceback for the user; ask for a report instead
         _internal_error(f"{type(error).__name__}: {error}")
-    findings = apply(found, set(files) | set(documents), settings, selection.enabled)
-    return Outcome(files, findings, documents, fixes, collection.missing, collection.found)
+    findings = apply(found, set(files) | set(linted), settings, selection.enabled)
+    return Outcome(files, findings, documents, fixes, collection.missing, collection.found, crashed=crashed,
+                   linted=linted)
 
 
 def _quiet_about_skipped(outcome: Outcome) -> Outcome:
@@ -398,19 +418,25 @@ def _quiet_about_skipped(outcome: Outcome) -> Outcome:
     return outcome._replace(findings=[f for f in outcome.findings if id(f) not in quiet], skipped=len(skipped))
 
 
-def _exit_if_missing(outcome: Outcome | None) -> None:
-    """The paths that were not there, one line each, after the others were linted: exit 2 (a usage error)."""
-    if outcome is None or not outcome.missing:
+def _exit_if_incomplete(outcome: Outcome | None) -> None:
+    """After the others were reported: the paths that were not there, and the files whose checks crashed,
+    one line each, then exit 2 (a usage error, or an internal error: the file was not checked)."""
+    if outcome is None or not (outcome.missing or outcome.crashed):
         return
     for line in outcome.missing:
         click.echo(escape.line(f"dsconfig: error: {line}"), err=True)
+    for error in outcome.crashed:
+        click.echo(escape.line(f"dsconfig: internal error: {error}: this file was not checked (please report this "
+                               "with the file that caused it)"), err=True)
     sys.exit(2)
 
 
 def _allowed(allow_read: tuple[str, ...], settings):
-    """--allow-read, else the configuration's allow-read: where a config may name files."""
+    """--allow-read: where a config may name files. A configuration's own `allow-read` is not honoured: the
+    settings come with the repository being linted, and a pull request could widen what dsconfig reads on
+    the CI runner with them (say, to the runner's credentials)."""
     from ..boundary import Boundary
-    return Boundary.of(allow_read or settings.allow_read)
+    return Boundary.of(allow_read)
 
 
 def _internal_error(what: str) -> None:
@@ -432,7 +458,7 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
     stream_tty = sys.stdout.isatty() if to_terminal else False
     use_color = color == "always" or (color == "auto" and stream_tty and not os.environ.get("NO_COLOR"))
     context = report.Context(color=use_color, unsafe_fixes=unsafe_fixes)
-    if release is not None and any(doc.kind in ("deepspeed", "accelerate") for doc in documents.values()):
+    if release is not None and any(kind in ("deepspeed", "accelerate") for kind in outcome.linted.values()):
         context.release = release
     if any(f.fix is not None for f in findings):
         from .. import fix
@@ -466,8 +492,11 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         except BrokenPipeError:
             _reader_gone()
     if output_format in ("concise", "full") or statistics:
-        linted = len(set(outcome.files) | set(documents)) - outcome.skipped
+        crashed = {error.path for error in outcome.crashed}
+        linted = len((set(outcome.files) | set(outcome.linted)) - crashed) - outcome.skipped
         line = report.summary(findings, linted, context)
+        if crashed:
+            line += f"; {len(crashed)} file{'' if len(crashed) == 1 else 's'} not checked (an internal error, below)"
         if outcome.skipped:
             line += (f"; {outcome.skipped} other file{'' if outcome.skipped == 1 else 's'} skipped (no DeepSpeed or "
                      "Accelerate config; --show-skipped lists them)")
@@ -484,9 +513,8 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
 def _reader_gone() -> None:
     """`dsconfig lint | head -1`: the reader left. The rest of the output goes nowhere, and the exit
     status still says whether errors were found (click would exit 1 whatever was found)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush then has somewhere to go
-    os.close(devnull)
+    from .. import files
+    files.discard_into(sys.stdout.fileno())  # the interpreter's last flush then has somewhere to go
 
 
 def _print_diff(run) -> int:
@@ -509,8 +537,10 @@ def _warn(message: str) -> None:
     click.echo(escape.line(f"dsconfig: warning: {message}"), err=True)
 
 
-def _write_fixes(run) -> None:
-    from .. import fix
+def _write_fixes(run) -> int:
+    """Write the fixed files; the number of files left unwritten because they changed on disk meanwhile."""
+    from .. import files, fix
+    unwritten = 0
     for path, why in run.skipped:
         _warn(f"not fixing {path}: {why}")
     for result in run.files.values():
@@ -520,6 +550,11 @@ def _write_fixes(run) -> None:
         if not result.changed:
             continue
         try:
-            fix.write_atomic(result.path, result.text)
+            fix.write_atomic(result.path, result.text, expected=result.read)
+        except files.Changed as error:
+            _warn(f"not fixing {result.path}: {error.strerror}")
+            result.text, result.fixed = result.original, 0  # the summary counts only what was written
+            unwritten += 1
         except OSError as error:
             _fail(f"cannot write {result.path}: {error.strerror or error}")
+    return unwritten

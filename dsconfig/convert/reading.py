@@ -51,10 +51,11 @@ class FsdpSource(NamedTuple):
         return pointer_join("/fsdp_config", str(self.written.get(key, key)))
 
 
-def _text(path: str) -> str:
+def _text(path: str, beside: str | None = None) -> str:
+    """The file's text, through the reading boundary (`beside`: the folder of the YAML naming it)."""
     from ..files import FileError, read_text
     try:
-        return read_text(path)
+        return read_text(path, beside=beside)
     except FileError as error:
         raise ConvertError(str(error)) from None
 
@@ -64,9 +65,9 @@ def _at(doc, pointer: str, message: str, on_key: bool = False) -> ConvertError:
     return ConvertError(f"{doc.path}:{line}:{column}: {message}")
 
 
-def read_json(path: str) -> dict:
+def read_json(path: str, beside: str | None = None) -> dict:
     from ..document import JsonDocument
-    doc = JsonDocument(path, _text(path))
+    doc = JsonDocument(path, _text(path, beside))
     if doc.scan_error is not None:
         line, column = doc.position(doc.scan_error.offset)
         raise ConvertError(f"{path}:{line}:{column}: DeepSpeed cannot load it: {doc.scan_error.message}")
@@ -127,7 +128,14 @@ def deepspeed_source(paths: tuple[str, ...]) -> DeepSpeedSource:
         if found is None:
             raise _at(doc, "/deepspeed_config/deepspeed_config_file",
                       f"deepspeed_config_file {py_str(named)} not found ({how}); name the JSON too")
-        json_path = found
+        from ..boundary import refusal
+        beside = os.path.dirname(os.path.abspath(yaml_path))
+        why = refusal(found, beside=beside)
+        if why is not None:  # the same rule as lint's DS009: only the files given and those beside the YAML
+            raise _at(doc, "/deepspeed_config/deepspeed_config_file",
+                      f"deepspeed_config_file {py_str(named)}: {why}; dsconfig reads only the files it is given and "
+                      "those beside the YAML: name the JSON too")
+        return DeepSpeedSource(read_json(found, beside), found, config, yaml_path, doc)
     if json_path is not None:
         return DeepSpeedSource(read_json(json_path), json_path, config, yaml_path, doc)
     return DeepSpeedSource(inline_config(section, config), None, config, yaml_path, doc)

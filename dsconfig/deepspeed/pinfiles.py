@@ -14,8 +14,6 @@ import re
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..boundary import special
-from ..files import read_at_most
 
 if TYPE_CHECKING:  # imported on first use at run time: most runs find the installed deepspeed and read no pin
     from . import specifiers
@@ -45,10 +43,19 @@ class Pin(NamedTuple):
     rank: int  # 0 locked, 1 constrained, 2 any version
 
 
-def pins_in(folder: str) -> list[Pin]:
-    """The pins of the folder's files, in `READERS` order."""
+class Search(NamedTuple):
+    seen: set  # requirement files read, shared by the `-r` includes
+    ceiling: str | None  # the project folder every file read must lie in (dsconfig.boundary.project_ceiling)
+
+
+def pins_in(folder: str, ceiling: str | None = None) -> list[Pin]:
+    """The pins of the folder's files, in `READERS` order; no file is read outside `ceiling` (default: the
+    folder's project ceiling), whatever a link or a `-r` include says."""
+    if ceiling is None:
+        from ..boundary import project_ceiling
+        ceiling = project_ceiling(folder)
     listings: dict[str, list[str]] = {}
-    seen: set[str] = set()  # requirement files read, shared by the `-r` includes
+    search = Search(set(), ceiling)
     pins: list[Pin] = []
     for pattern, reader in READERS:
         place, _, name_pattern = pattern.rpartition("/")
@@ -57,7 +64,7 @@ def pins_in(folder: str) -> list[Pin]:
             listings[place] = listing(place)
         for name in listings[place]:
             if fnmatchcase(name, name_pattern):
-                pins += reader(os.path.join(place, name), seen)
+                pins += reader(os.path.join(place, name), search)
     return pins
 
 
@@ -74,7 +81,13 @@ def _pin(spec: str, constraint: specifiers.Constraint | None, path: str, line: i
         return []
     relative = os.path.relpath(path)  # shown as the other messages show paths
     rank = 0 if locked else 2 if constraint == specifiers.ANY else 1
-    return [Pin(cut(spec), constraint, path if relative.startswith("..") else relative, line, rank)]
+    return [Pin(cut(without_credentials(spec)), constraint, path if relative.startswith("..") else relative, line,
+                rank)]
+
+
+def without_credentials(spec: str) -> str:
+    """A requirement as shown: the user and password of a URL in it (`git+https://token@host/...`) left out."""
+    return re.sub(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/@\s]*@", r"\1***@", spec)
 
 
 def _requirement(text: str, path: str, line: int) -> list[Pin]:
@@ -87,34 +100,35 @@ def cut(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def read_text(path: str, limit: int = LINES_BYTES) -> str | None:
-    """The file's text; None when it is missing, special (a FIFO would block), too large or not text."""
-    if special(path) is not None:
-        return None
+def read_text(path: str, limit: int = LINES_BYTES, *, ceiling: str | None = None,
+              environment: bool = False) -> str | None:
+    """The file's text; None when it is missing, refused by the reading boundary (a FIFO would block; a
+    `-r` include out of the project is not followed), too large or not text. `environment`: a file of the
+    Python installation (the installed deepspeed's metadata) rather than of the project."""
+    from .. import files
     try:
-        with open(path, "rb") as handle:
-            data = read_at_most(handle, limit + 1)
+        data = files.read_bytes(path, limit, metadata=ceiling, environment=environment)
         codec = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"  # PowerShell writes UTF-16
-        return data.decode(codec) if len(data) <= limit else None
-    except (OSError, UnicodeDecodeError):
+        return data.decode(codec)
+    except (files.FileError, UnicodeDecodeError):
         return None
 
 
 # -- readers: each takes a path and the requirement files read so far, and returns the file's pin, if any -----
 
-def _requirements(path: str, seen: set[str]) -> list[Pin]:
+def _requirements(path: str, search: Search) -> list[Pin]:
     path = os.path.abspath(path)  # not realpath: a system call per `-r` line costs seconds on 200,000 of them
-    if len(seen) >= MAX_REQUIREMENT_FILES or path in seen:
+    if len(search.seen) >= MAX_REQUIREMENT_FILES or path in search.seen:
         return []  # too many files, or read already (an include cycle)
-    seen.add(path)
-    text = read_text(path) or ""
+    search.seen.add(path)
+    text = read_text(path, ceiling=search.ceiling) or ""
     number, position = 1, 0
     for candidate in re.finditer(CANDIDATE, text):
         number, position = number + text.count("\n", position, candidate.start()), candidate.start()
         line = re.split(r"(?:^|\s)#", candidate.group())[0].strip().rstrip("\\")
         include = re.fullmatch(INCLUDE, line)
         if include:  # pip reads an included file relative to the including one
-            pins = _requirements(os.path.join(os.path.dirname(path), include.group(1)), seen)
+            pins = _requirements(os.path.join(os.path.dirname(path), include.group(1)), search)
         else:
             pins = _requirement(re.split(r"\s-", line)[0], path, number)  # before ` --hash=...`
         if pins:
@@ -122,9 +136,9 @@ def _requirements(path: str, seen: set[str]) -> list[Pin]:
     return []
 
 
-def _locked(path: str, seen: set[str]) -> list[Pin]:
+def _locked(path: str, search: Search) -> list[Pin]:
     from . import specifiers
-    text = read_text(path, LOCK_BYTES) or ""
+    text = read_text(path, LOCK_BYTES, ceiling=search.ceiling) or ""
     match = re.search(LOCKED, text) if "deepspeed" in text.lower() else None
     if match is None:
         return []
@@ -132,10 +146,10 @@ def _locked(path: str, seen: set[str]) -> list[Pin]:
     return _pin(f"deepspeed {match.group(1)}", specifiers.exact(match.group(1)), path, line, locked=True)
 
 
-def _environment(path: str, seen: set[str]) -> list[Pin]:
+def _environment(path: str, search: Search) -> list[Pin]:
     """conda's `dependencies:` and the `pip:` list inside it, read by lines."""
     from . import specifiers
-    text = read_text(path) or ""
+    text = read_text(path, ceiling=search.ceiling) or ""
     pip_indent = None  # the indent of `- pip:` while in its list
     for number, line in enumerate(text.splitlines() if "deepspeed" in text.lower() else (), 1):
         line = re.split(r"(?:^|\s)#", line)[0].rstrip()
@@ -155,10 +169,10 @@ def _environment(path: str, seen: set[str]) -> list[Pin]:
     return []
 
 
-def _pyproject(path: str, seen: set[str]) -> list[Pin]:
+def _pyproject(path: str, search: Search) -> list[Pin]:
     """[project] dependencies and optional-dependencies, [dependency-groups], Poetry's dependency tables."""
     from . import specifiers
-    text = read_text(path, PARSED_BYTES) or ""
+    text = read_text(path, PARSED_BYTES, ceiling=search.ceiling) or ""
     if "deepspeed" not in text.lower():
         return []
     import tomllib
@@ -198,9 +212,9 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, max(index, 0)) + 1
 
 
-def _setup_cfg(path: str, seen: set[str]) -> list[Pin]:
+def _setup_cfg(path: str, search: Search) -> list[Pin]:
     """`install_requires` in [options] and every entry of [options.extras_require], read by lines."""
-    text = read_text(path) or ""
+    text = read_text(path, ceiling=search.ceiling) or ""
     section, option = "", ""
     for number, line in enumerate(text.splitlines() if "deepspeed" in text.lower() else (), 1):
         stripped = line.strip()
@@ -218,9 +232,9 @@ def _setup_cfg(path: str, seen: set[str]) -> list[Pin]:
     return []
 
 
-def _setup_py(path: str, seen: set[str]) -> list[Pin]:
+def _setup_py(path: str, search: Search) -> list[Pin]:
     """A literal `install_requires=[...]` or `extras_require={...}`, or a module-level name bound to one."""
-    text = read_text(path, PARSED_BYTES) or ""
+    text = read_text(path, PARSED_BYTES, ceiling=search.ceiling) or ""
     if "deepspeed" not in text.lower():
         return []
     import ast

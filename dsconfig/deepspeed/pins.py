@@ -2,11 +2,12 @@
 
 In order: `--deepspeed-version`; `deepspeed-version` in [tool.dsconfig]; the installed `deepspeed`
 distribution (its metadata, never the package); the project's pin; the newest supported release.
-The pin is looked for from the linted path up to the project root (the folder holding `.git`), and
-the nearest folder holding one wins (pinfiles.py reads the files). In a folder, a locked version
-(uv.lock, poetry.lock) beats a written constraint, which beats a bare name; among equals, the first
-file in `pinfiles.READERS` order wins. A constraint resolves to the newest supported release it
-allows (specifiers.py evaluates constraints).
+The pin is looked for from the linted path up to the project root (the folder holding `.git`; without
+one, the working directory: dsconfig.boundary.folders_up_to_ceiling), and the nearest folder holding
+one wins (pinfiles.py reads the files). In a folder, a locked version (uv.lock, poetry.lock) beats a
+written constraint, which beats a bare name; among equals, the first file in `pinfiles.READERS`
+order wins. A constraint resolves to the newest supported release it allows (specifiers.py
+evaluates constraints).
 
 Stdlib only: this module is on the lint path.
 """
@@ -131,8 +132,8 @@ def _installed_version() -> str | None:
             stem, _, suffix = name.lower().rpartition(".")
             if suffix in ("dist-info", "egg-info") and re.sub(r"[-_.]+", "_", stem.split("-")[0]) == "deepspeed":
                 found = os.path.join(entry or ".", name)
-                text = next(filter(None, map(read_text, (os.path.join(found, "METADATA"),
-                                                         os.path.join(found, "PKG-INFO"), found))), "")
+                text = next(filter(None, (read_text(os.path.join(found, name), environment=True)
+                                          for name in ("METADATA", "PKG-INFO", ""))), "")
                 header = re.split(r"\r?\n\r?\n", text, maxsplit=1)[0]  # the long description follows
                 version = re.search(r"^Version:[ \t]*(\S*)", header, re.MULTILINE)
                 return version.group(1) if version else ""
@@ -142,17 +143,12 @@ def _installed_version() -> str | None:
 # -- the project's pin --------------------------------------------------------------------------------------
 
 def _pinned(start: str | None) -> Choice | None:
-    folder = os.path.abspath(start or os.getcwd())
-    if not os.path.isdir(folder):
-        folder = os.path.dirname(folder)
-    while True:
+    from ..boundary import folders_up_to_ceiling
+    for folder in folders_up_to_ceiling(start):
         pins = pins_in(folder)
         if pins:
             return _resolve(min(pins, key=lambda pin: pin.rank))  # min keeps the first of equal rank
-        parent = os.path.dirname(folder)
-        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
-            return None
-        folder = parent
+    return None
 
 
 def _resolve(pin: Pin) -> Choice:

@@ -21,13 +21,24 @@ from typing import NamedTuple
 from .. import engine
 from ..deepspeed import trainer
 from ..pairs import resolve as resolve_config_file
-from ..pointers import dotted as dotted_of, pointer_from, pointer_join, pointer_tokens
+from ..pointers import dotted as dotted_of
+from ..pointers import pointer_from, pointer_join, pointer_tokens
 from ..targets import ACCELERATE, BY_NAME, DEEPSPEED, HF_TRAINER, Target
-from ..values import brief, is_auto
+from ..values import MAX_DEPTH, MAX_NODES, brief, is_auto, key_token, too_big
 from . import accelerate_fill as plugin
 from .ledger import ACCELERATE as BY_ACCELERATE
 from .ledger import DEEPSPEED as BY_DEEPSPEED
-from .ledger import DEFAULT, FLAG, JSON, TRAINER, TRAINING_ARGS, YAML, Entry, Ledger, Origin
+from .ledger import (
+    DEFAULT,
+    FLAG,
+    JSON,
+    TRAINER,
+    TRAINING_ARGS,
+    YAML,
+    Entry,
+    Ledger,
+    Origin,
+)
 
 ACCELERATE_PREFIX = "accelerate."  # --set accelerate.zero_stage=3: an `accelerate launch` flag
 ARGS_PREFIX = "args."  # --set args.learning_rate=1e-5: a TrainingArguments command-line flag
@@ -64,14 +75,30 @@ class Explanation(NamedTuple):
 
 # -- reading the inputs ------------------------------------------------------------------------------
 
-def _read(path: str, kind: str | None):
+def _read(path: str, kind: str | None, beside: str | None = None):
+    """The document, read through the reading boundary (`beside`: the folder of the YAML naming it)."""
     options = engine.Options(kind=kind)
     if not os.path.isfile(path):
         raise ExplainError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a file")
-    doc, problems = engine.read_document(path, options)
+    doc, problems = engine.read_document(path, options, beside=beside)
     if doc is None:
         raise ExplainError(f"{path}: {problems[0].message}" if problems else f"{path}: cannot be read")
     return doc
+
+
+def _named_by_yaml(path: str, yaml_doc, written: str):
+    """The ds_config.json the YAML names, read as `dsconfig lint` reads it: only inside the paths given or the
+    YAML's own folder, never a special file (dsconfig.boundary); otherwise a one-line error at the YAML's key."""
+    from .. import boundary
+    beside = os.path.dirname(os.path.abspath(yaml_doc.path))
+    why = boundary.refusal(path, beside=beside)
+    if why is not None:
+        line, column = yaml_doc.locate("/deepspeed_config/deepspeed_config_file")
+        raise ExplainError(f"{yaml_doc.path}:{line}:{column}: deepspeed_config_file {written}: {why}; dsconfig reads "
+                           "only the files it is given and those beside the YAML: give the JSON too, as in "
+                           f"dsconfig explain JSON {yaml_doc.path}")
+    boundary.admit_read([path])
+    return _read(path, "deepspeed", beside)
 
 
 def _loaded(doc, loader: str) -> dict:
@@ -93,29 +120,18 @@ def _loaded(doc, loader: str) -> dict:
     return _shallow(value, f"{doc.path}:1:1")
 
 
-# Real configs nest a handful of levels; deeper ones are refused before anything recurses over them.
-MAX_DEPTH = 100
-
-
-MAX_NODES = 100_000  # objects, lists and values: a YAML alias can share one node a million times
-
-
+# Real configs nest a handful of levels and hold a few hundred values; larger ones (YAML alias cycles and bombs)
+# are refused before anything recurses over them (dsconfig.values.too_big).
 def _shallow(value, where: str):
     """`value`, unless it nests deeper than MAX_DEPTH (a YAML alias cycle nests for ever) or holds more
-    than MAX_NODES values (an alias bomb); walked iteratively, stopping at the first limit."""
-    stack, seen = [(value, 1)], 0
-    while stack:
-        node, level = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            raise ExplainError(f"{where}: holds more than {MAX_NODES:,} values (YAML aliases?); explain reads "
-                               "configs up to that size (dsconfig lint reads any)")
-        if isinstance(node, (dict, list)):
-            if level > MAX_DEPTH:
-                raise ExplainError(f"{where}: nests more than {MAX_DEPTH} levels deep; explain reads configs up "
-                                   f"to {MAX_DEPTH} (dsconfig lint reads any)")
-            items = node.values() if isinstance(node, dict) else node
-            stack.extend((item, level + 1) for item in items)
+    than MAX_NODES values (an alias bomb)."""
+    over = too_big(value, MAX_NODES, MAX_DEPTH)
+    if over == "nodes":
+        raise ExplainError(f"{where}: holds more than {MAX_NODES:,} values (YAML aliases?); explain reads "
+                           "configs up to that size (dsconfig lint reads any)")
+    if over == "depth":
+        raise ExplainError(f"{where}: nests more than {MAX_DEPTH} levels deep; explain reads configs up "
+                           f"to {MAX_DEPTH} (dsconfig lint reads any)")
     return value
 
 
@@ -140,6 +156,14 @@ def _parse_settings(settings) -> list[tuple[str, str, object]]:
             value = _shallow(json.loads(raw), f"--set {key}")
         except (ValueError, RecursionError):
             value = raw
+        # `accelerate launch` flags and TrainingArguments fields are names, not paths: a dotted one names
+        # nothing (`args.per_device_train_batch_size.x` would silently do nothing)
+        for prefix, what in ((ACCELERATE_PREFIX, ("an `accelerate launch` flag is one name, as in "
+                                                  "accelerate.zero_stage=3")),
+                             (ARGS_PREFIX, ("a TrainingArguments field is one name, as in args.learning_rate=1e-5 "
+                                            "(an object is given whole: args.lr_scheduler_kwargs={...})"))):
+            if key.startswith(prefix) and "." in key[len(prefix):]:
+                raise ExplainError(f"--set {key}={brief(value, 40)}: {what}")
         if key.startswith(ACCELERATE_PREFIX):
             parsed.append(("accelerate", key[len(ACCELERATE_PREFIX):], value))
         elif key.startswith(ARGS_PREFIX):
@@ -149,12 +173,18 @@ def _parse_settings(settings) -> list[tuple[str, str, object]]:
     return parsed
 
 
-def _set_at(config: dict, pointer: str, value) -> None:
+def _set_at(config: dict, pointer: str, value, *, flag: str | None = None) -> None:
+    """Write `value` at `pointer`, making the objects on the way. For `--set KEY=VALUE` (`flag`: KEY) a key
+    on the way that holds a value, not an object, is a usage error (ExplainError): replacing it would explain
+    a config nobody wrote (`--set train_batch_size.x=1` over train_batch_size 8). null counts as unset."""
     *parents, last = pointer_tokens(pointer)
     node = config
-    for token in parents:
+    for depth, token in enumerate(parents, 1):
         child = node.get(token)
         if not isinstance(child, dict):
+            if flag is not None and child is not None:
+                raise ExplainError(f"--set {flag}={brief(value, 40)}: {'.'.join(parents[:depth])} is "
+                                   f"{brief(child, 40)}, not an object")
             child = node[token] = {}
         node = child
     node[last] = value
@@ -237,7 +267,7 @@ def _launch(yaml_doc, yaml_value: dict, flags: list[tuple[str, object]]) -> _Lau
         replay.args[option] = value
         origins[option] = Origin(FLAG, f"accelerate launch --{option} {value}")
     section = yaml_value.get("deepspeed_config")
-    fields = [str(key) for key in section] if isinstance(section, dict) else []
+    fields = [str(key_token(key)) for key in section] if isinstance(section, dict) else []
     flagged = {option for option, _ in flags}
     if replay.fields.get("mixed_precision") is not None and "mixed_precision" not in flagged:
         fields.append("mixed_precision")
@@ -456,7 +486,9 @@ def explain(request: Request) -> Explanation:
                                "file here or beside the YAML (Accelerate opens it from the folder the job is launched "
                                "in); give the JSON too: dsconfig explain ds_config.json "
                                f"{request.accelerate_path}")
-    ds_doc = _read(ds_path, "deepspeed") if ds_path is not None else None
+        ds_doc = _named_by_yaml(ds_path, yaml_doc, launch.config_file)
+    else:
+        ds_doc = _read(ds_path, "deepspeed") if ds_path is not None else None
 
     args_doc, args = None, None
     if request.training_args_path is not None:
@@ -498,7 +530,7 @@ def explain(request: Request) -> Explanation:
         if config is None:
             config = {}
         pointer = pointer_from(key.split("."))
-        _set_at(config, pointer, value)
+        _set_at(config, pointer, value, flag=key)
         ledger.write(pointer, value, Origin(FLAG, f"--set {key}={json.dumps(value)}"))
     stages["written"] = copy.deepcopy(config)
 
@@ -560,8 +592,11 @@ def _explain_fsdp(request: Request, yaml_doc, yaml_value: dict, flags: list, ver
         world_source = f"the processes {request.accelerate_path} launches" if world else ""
     if world is None:
         world, world_source = 1, "1: give --world-size"
-    findings = engine.lint_files([yaml_doc.path], engine.Options(target=ACCELERATE_TARGET, world_sizes=(world,),
-                                                                deepspeed_version=version)).findings
+    linted = engine.lint_files([yaml_doc.path], engine.Options(target=ACCELERATE_TARGET, world_sizes=(world,),
+                                                              deepspeed_version=version))
+    if linted.crashed:
+        raise linted.crashed[0]
+    findings = linted.findings
     facts = {"target": "fsdp", "who": f"Accelerate's FSDP{settings.get('fsdp_version')} plugin", "world_size": world,
              "world_size_from": world_source or "--world-size", "deepspeed_version": version,
              "transformers_version": None, "files": [yaml_doc.path], "model": None, "hidden_size": None,
@@ -646,4 +681,6 @@ def _lint(request, ds_doc, yaml_doc, training_args, target, world, version, mode
     options = engine.Options(target=target, world_sizes=(world,), training_args=training_args,
                              dataset_size=request.dataset_size, deepspeed_version=version, model=model)
     result = engine.lint_files(paths, options)
+    if result.crashed:
+        raise result.crashed[0]
     return result.findings

@@ -34,7 +34,7 @@ from ..rules.trainer_fsdp import (
     TRAINER_FSDP_WRAP_SETTING_UNUSED,
     TRAINER_FSDP_XLA,
 )
-from ..values import closest, to_json
+from ..values import brief, closest, to_json
 
 SCHEMA_FILE = "training-args.json"
 # Keys of Accelerate's YAML `fsdp_config` (after the prefix is stripped) the Trainer spells differently.
@@ -51,9 +51,8 @@ _BOOLEAN_WORDS = ("y", "yes", "t", "true", "on", "1", "n", "no", "f", "false", "
 @lru_cache(maxsize=1)
 def schema() -> dict:
     """schemas/training-args.json (scripts/build_training_args_schema.py)."""
-    from ..deepspeed import schema as deepspeed_schema
-    with open(deepspeed_schema.schema_path().parent / SCHEMA_FILE, encoding="utf-8") as handle:
-        return json.load(handle)
+    from .. import package_data
+    return package_data.schema_json(SCHEMA_FILE)
 
 
 def fields() -> frozenset[str]:
@@ -216,6 +215,13 @@ def _stripped(config: dict, where, findings: list[Finding]) -> tuple[dict, dict[
     config = dict(config)
     written = {key: key for key in config}
     for key in list(config):
+        if not isinstance(key, str):  # a YAML `1:` or `!!binary` key: transformers' k.startswith("fsdp_") raises
+            try:
+                key.startswith("fsdp_")
+            except (AttributeError, TypeError) as error:
+                raise _Raised(f"fsdp_config has the key {brief(key, 40)} ({type(key).__name__}): _process_fsdp_args "
+                              f"raises {type(error).__name__}: {error}") from None
+            continue
         if key.startswith("fsdp_"):
             if key[5:] in config:
                 findings.append(Finding(TRAINER_FSDP_IGNORED_KEY, f"`{written[key[5:]]}` is replaced by `{key}`: "
@@ -384,8 +390,9 @@ def _plugin_kwargs(config: dict, written: dict, where, findings: list[Finding]) 
 
 def read_config_file(base_boundary, named_from: str):
     """A `read_config` for replay: the path is opened relative to the working directory, as transformers'
-    `open(self.fsdp_config)` does, and only inside what dsconfig may read (`base_boundary.admits`)."""
-    from ..boundary import inside, special
+    `open(self.fsdp_config)` does, and only where the reading boundary lets dsconfig read (dsconfig.boundary:
+    under the paths given, `base_boundary`'s roots, or the folder of the file naming it)."""
+    from ..boundary import inside, refusal
     from ..files import FileError, read_json
 
     def read(path: str):
@@ -395,13 +402,15 @@ def read_config_file(base_boundary, named_from: str):
                    "in, not to this file" if not os.path.isabs(path) and os.path.exists(beside) else ""
             raise _Raised(f"fsdp_config names {path}: open() raises FileNotFoundError (relative to the working "
                           f"directory){note}")
-        why = special(path)
         real = os.path.realpath(path)
-        if why is not None or not (base_boundary.admits(real) or inside(real, os.path.realpath(os.getcwd()))):
-            raise NotRead(f"fsdp_config names {path}, which dsconfig does not open ({why or 'outside the paths given'}"
-                          "; --allow-read it): its keys are not checked")
+        folder = os.path.dirname(os.path.abspath(named_from))  # as for the JSON an Accelerate YAML names
+        why = refusal(path, beside=folder) or (None if any(inside(real, root) for root in base_boundary.roots)
+                                               or inside(real, os.path.realpath(folder)) else "outside the paths given")
+        if why is not None:
+            raise NotRead(f"fsdp_config names {path}, which dsconfig does not open ({why}; --allow-read it): its keys "
+                          "are not checked")
         try:
-            return read_json(path)
+            return read_json(path, beside=folder)
         except FileError as error:
             raise _Raised(f"fsdp_config file: json.load fails: {error}") from None
     return read

@@ -305,8 +305,9 @@ REFERENCE_NOT_FOLLOWED = Rule(
     folder that leads out of it, a file named on the command line that is a link to a special file or out of the
     working directory (as the pre-commit hook names a link a pull request added), and a named JSON file that holds no DeepSpeed setting, which it does not lint.
     The pair is then not checked (a named FIFO, socket, device or file under /proc, /sys or /dev is never opened
-    either; that is ACC020, since DeepSpeedPlugin cannot read it). `--allow-read PATH` (or `allow-read = [...]` in the configuration) lets
-    dsconfig open files under PATH.""",
+    either; that is ACC020, since DeepSpeedPlugin cannot read it). `--allow-read PATH` on the command line lets dsconfig
+    open files under PATH; `allow-read` in a repository's own configuration is not honoured (a pull request could
+    widen what is read on the CI runner with it).""",
     why="""A config in a pull request can name any path: `/proc/self/environ`, `../../.env`, a link to a secret.
     Linting that file would print its contents in findings, into CI logs anyone can read. dsconfig reads only
     what it was asked to lint, so the GitHub Action and pre-commit hook are safe on untrusted changes. It is an

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..boundary import Boundary, special
+from ..boundary import Boundary, inside, special
 from ..findings import Finding
 from ..phases import LOAD
 from ..rules.files import FILE_TOO_LARGE, PARSE_ERROR
@@ -119,7 +119,8 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
                 return Source(path, text, parse(text, path))
             if not allowed.admits(real) or special(real) is not None:
                 return None
-            text = decode_source(files.read_bytes(real, limit))
+            root = next(root for root in roots if inside(real, root))  # a named script's folder, say
+            text = decode_source(files.read_bytes(real, limit, beside=root))
             return Source(os.path.relpath(real) if not os.path.isabs(paths[0]) else real, text, parse(text, real))
         except (files.FileError, Unreadable):
             return None

@@ -653,3 +653,41 @@ def test_poetry_constraints_match_their_documented_meaning(constraint, equivalen
     grid = [f"{a}.{b}.{c}" for a in range(3) for b in range(5) for c in range(5)] + list(SUPPORTED)
     parsed = specifiers.poetry(constraint)
     assert [v for v in grid if specifiers.allows(parsed, v)] == list(SpecifierSet(equivalent).filter(grid))
+
+
+# -- the reading boundary: pins are read only inside the project ---------------------------------------------------
+
+
+def test_an_include_out_of_the_project_is_not_followed(project):
+    """`-r ../outside/requirements.txt` names a file outside the repository: never read, so its line (a token in a
+    URL, say) is never shown; the pin search goes on as if the include held nothing."""
+    outside = project.parent / f"{project.name}-outside"
+    write(outside, "requirements.txt", "deepspeed @ git+https://ghp_TOKEN@example.com/deepspeed.git@v0.16.9\n"
+                                        "deepspeed==0.16.9\n")
+    write(project, "requirements.txt", f"-r ../{outside.name}/requirements.txt\n")
+    assert chosen(project).source == "default"
+    os.symlink(outside / "requirements.txt", project / "requirements-link.txt")  # nor through a link
+    assert chosen(project).source == "default"
+    write(project, "requirements.txt", "-r ci/requirements.txt\n")  # an include inside the project is followed
+    write(project, "ci/requirements.txt", "deepspeed==0.15.4\n")
+    assert (chosen(project).version, chosen(project).file) == ("0.15.4", os.path.join("ci", "requirements.txt"))
+
+
+def test_a_url_s_credentials_are_never_shown(project):
+    write(project, "requirements.txt", "deepspeed @ git+https://user:ghp_TOKEN@example.com/deepspeed.git\n")
+    choice = chosen(project)
+    assert "ghp_TOKEN" not in choice.reason and "user" not in choice.reason, choice.reason
+    assert "https://***@example.com" in choice.reason
+
+
+def test_without_a_repository_the_search_stops_at_the_working_directory(tmp_path, monkeypatch, no_deepspeed):
+    """No `.git` anywhere: a requirements.txt above the working directory is none of this project's."""
+    write(tmp_path, "requirements.txt", "deepspeed==0.15.4\n")
+    work = tmp_path / "work"
+    write(work, "ds_config.json", "{}\n")
+    monkeypatch.chdir(work)
+    if any(os.path.exists(os.path.join(parent, ".git")) for parent in [str(p) for p in work.parents]):
+        pytest.skip("the temporary folder lies inside a repository here")
+    assert chosen(work).source == "default"
+    write(work, "requirements.txt", "deepspeed==0.15.4\n")
+    assert chosen(work).version == "0.15.4"

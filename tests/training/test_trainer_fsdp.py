@@ -119,3 +119,18 @@ def test_yaml_launching_deepspeed_with_fsdp_arguments(tmp_path):
     write(tmp_path, "args.json", {"output_dir": "out"})
     _, found = lint("accelerate_config.yaml", "--training-args", "args.json", cwd=tmp_path)
     assert "ACC046" not in {f["code"] for f in found}
+
+
+def test_a_key_that_is_no_string_fails_as_transformers_does():
+    """A YAML `1:` or `!!binary` key in fsdp_config: transformers' `k.startswith("fsdp_")` raises; so does the
+    replay, naming the key, where it used to crash."""
+    import pytest
+    transformers = pytest.importorskip("transformers")
+    from dsconfig.fsdp import trainer_args
+    for key in (1, b"fsdp_offload_params", 2 ** 14_000):
+        with pytest.raises((AttributeError, TypeError)) as raised:
+            transformers.TrainingArguments(output_dir="o", fsdp="full_shard", fsdp_config={key: True})
+        messages = [f.message for f in trainer_args.replay({"output_dir": "o", "fsdp": "full_shard",
+                                                            "fsdp_config": {key: True}}).findings]
+        said = f"{type(raised.value).__name__}: {raised.value}"
+        assert any(said in message for message in messages), (said, messages)
