@@ -41,7 +41,9 @@ import os
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
-from .boundary import Boundary, special
+from .boundary import Boundary, digest, read_digest, special
+from .boundary import current as current_run
+from .files import FileError
 from .findings import Finding
 from .pointers import MISSING, pointer_from, pointer_join, pointer_tokens, value_at
 from .rules.accelerate_keys import (
@@ -92,12 +94,39 @@ class FixInfo(NamedTuple):
 def describe(findings, documents: dict) -> dict[int, FixInfo]:
     """FixInfo by id(finding) for every finding that carries a fix."""
     infos = {}
-    for finding in findings:
-        if finding.fix is None:
-            continue
-        doc = documents.get(finding.file)
-        infos[id(finding)] = plan(finding, doc) if doc is not None else _no_edit(finding)
+    with _one_reading_at_a_time(len(documents)) as reading:
+        for finding in findings:
+            if finding.fix is None:
+                continue
+            doc = reading(documents.get(finding.file))
+            infos[id(finding)] = plan(finding, doc) if doc is not None else _no_edit(finding)
     return infos
+
+
+class _one_reading_at_a_time:
+    """Findings come file by file: over more documents than the engine keeps parsed (engine.KEEP_PARSED), a
+    document's readings are released once the next file's are needed, so a report over thousands of files holds
+    one parse tree at a time (dsconfig.document.JsonDocument.release)."""
+
+    def __init__(self, documents: int):
+        from .engine import KEEP_PARSED
+        self.releasing = documents > KEEP_PARSED
+
+    def __enter__(self):
+        self.current = None
+        return self.reading
+
+    def reading(self, doc):
+        if doc is not self.current:
+            if self.current is not None and self.releasing:
+                self.current.release()
+            self.current = doc
+        return doc
+
+    def __exit__(self, *exc):
+        if self.current is not None and self.releasing:
+            self.current.release()
+        return False
 
 
 def _no_edit(finding: Finding) -> FixInfo:
@@ -256,10 +285,11 @@ def extent(finding: Finding, doc) -> tuple[int, int] | None:
 
 def extents(findings, documents: dict) -> dict:
     out = {}
-    for finding in findings:
-        located = extent(finding, documents.get(finding.file))
-        if located is not None:
-            out[id(finding)] = located
+    with _one_reading_at_a_time(len(documents)) as reading:
+        for finding in findings:
+            located = extent(finding, reading(documents.get(finding.file)))
+            if located is not None:
+                out[id(finding)] = located
     return out
 
 
@@ -326,10 +356,11 @@ def _migrated_keys_of(version: str) -> frozenset:
 class FileResult:
     """One file touched by --fix: its original and fixed text (raw: line endings as in the file)."""
 
-    def __init__(self, path: str, real: str, original: str, stdin: bool = False):
+    def __init__(self, path: str, real: str, original: str, stdin: bool = False, read: bytes | None = None):
         self.path = path
         self.real = real
         self.original = original
+        self.read = read  # the bytes read from disk, which the file must still hold when it is replaced
         self.text = original
         self.stdin = stdin
         self.fixed = 0  # findings fixed
@@ -345,6 +376,8 @@ class FixRun(NamedTuple):
     documents: dict
     files: dict  # real path -> FileResult (only files some edit was tried on, plus stdin)
     skipped: list  # (path, why): files not written (links, outside the paths linted, read-only, hard-linked)
+    crashed: tuple = ()  # engine.InternalError of the last pass, one per file whose checks crashed
+    linted: dict = {}  # path -> kind of every document the last pass linted
 
 
 def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool = False,
@@ -366,14 +399,21 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
         results[real] = FileResult(path, real, text, stdin=True)
         sources[real] = text
 
+    crashed, linted = [], {}
+
     def lint(current_sources):
         result = engine.lint_files(paths, options._replace(sources=current_sources))
+        crashed[:] = result.crashed
+        linted.clear()
+        linted.update(result.linted)
         return result.findings, result.documents
 
     findings, documents = lint(sources)
-    # Written: files under the paths linted and, as read, a ds_config.json in the folder of a YAML naming it.
-    boundary = (options.boundary or Boundary.of(paths)) + Boundary.of(
-        os.path.dirname(os.path.abspath(doc.path)) for doc in documents.values() if doc.format == "yaml")
+    # Written: only files under the paths the command line named (dsconfig.boundary: not --allow-read, not a
+    # YAML's folder); without a command's scope (dsconfig's functions called directly), under `paths`.
+    run_scope = current_run()
+    boundary = run_scope.boundary if run_scope is not None else Boundary.of(paths)._replace(
+        writable=Boundary.of(paths).roots)
     seen_states = set()
     for _ in range(MAX_PASSES):
         chosen: dict[str, list] = {}
@@ -386,8 +426,13 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
                         skipped.append((finding.file, why))
                     continue
                 try:
-                    results[real] = FileResult(finding.file, real, _read_raw(finding.file))
-                except (OSError, UnicodeDecodeError):
+                    data = _read_raw(finding.file, options.max_bytes)
+                    results[real] = FileResult(finding.file, real, data.decode("utf-8"), read=data)
+                except ChangedOnDisk as error:
+                    if all(p != finding.file for p, _ in skipped):
+                        skipped.append((finding.file, str(error)))
+                    continue
+                except (OSError, UnicodeDecodeError, FileError):
                     continue
             chosen.setdefault(real, []).append((finding, info))
         chosen = {real: _non_overlapping(items) for real, items in chosen.items()}
@@ -430,7 +475,7 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
             results[real].text = trial[real]
         sources = trial
         findings, documents = new_findings, new_documents
-    return FixRun(findings, documents, results, skipped)
+    return FixRun(findings, documents, results, skipped, tuple(crashed), dict(linted))
 
 
 def _not_writable(path: str, real: str, boundary: Boundary, writing: bool) -> str | None:
@@ -441,8 +486,8 @@ def _not_writable(path: str, real: str, boundary: Boundary, writing: bool) -> st
 
     if os.path.islink(path):
         return "a symbolic link; fix the file it points to"
-    if not boundary.admits(real):
-        return f"its real path {real} is outside the paths linted"
+    if not boundary.may_write(real):
+        return f"its real path {real} is not under a path given on the command line; name it to fix it"
     why = special(real)
     if why is not None:
         return f"{why}, not a regular file"
@@ -457,9 +502,18 @@ def _not_writable(path: str, real: str, boundary: Boundary, writing: bool) -> st
     return None
 
 
-def _read_raw(path: str) -> str:
-    with open(path, "rb") as handle:
-        return handle.read().decode("utf-8")
+class ChangedOnDisk(Exception):
+    """The file is no longer what the lint read (another --fix, an editor saving): not fixed."""
+
+
+def _read_raw(path: str, limit: int | None) -> bytes:
+    """The file's bytes, which must be those the lint pass read: the edits are offsets into that text."""
+    from .files import MAX_BYTES, read_bytes
+    seen = read_digest(path)  # before reading: the read records what it read
+    data = read_bytes(path, limit or MAX_BYTES)
+    if seen is not None and digest(data) != seen:
+        raise ChangedOnDisk("it changed on disk while dsconfig was reading it; not fixed (run again)")
+    return data
 
 
 def _applicable(findings, documents, keep, unsafe: bool, refused: set):
@@ -561,7 +615,8 @@ def unified_diff(result: FileResult) -> str:
     return "".join(out)
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` atomically, keeping its mode; refuse symbolic links."""
+def write_atomic(path: str, text: str, expected: bytes | None = None) -> None:
+    """Replace `path` with `text` atomically, keeping its mode; refuse symbolic links, and refuse (files.Changed)
+    when the file no longer holds `expected`, the bytes the fixes were computed from."""
     from .files import write_atomic as write
-    write(path, text)
+    write(path, text, expected=expected)

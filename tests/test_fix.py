@@ -249,9 +249,40 @@ def test_paired_files_are_fixed_each_in_its_own_file(tmp_path):
                       "  deepspeed_config_file: ds_config.json\n  zero3_init_flag: false\nmixed_precision: 'no'\n"
                       "num_machines: 1\nnum_processes: 2\n")
     before_yaml = yaml_path.read_text()
-    lint(str(yaml_path), "--fix")
+    lint(str(yaml_path), str(tmp_path / "ds_config.json"), "--fix")
     assert '"train_micro_batch_size_per_gpu": 8,' in (tmp_path / "ds_config.json").read_text()
     assert yaml_path.read_text() == before_yaml
+
+
+def test_fix_writes_only_under_the_paths_named(tmp_path):
+    """The JSON a named YAML pairs with is read and linted with it, but --fix writes only what the command line
+    names: it says so, and the JSON is left as it is."""
+    json_path = write(tmp_path, "ds_config.json", '{\n  "train_micro_batch_size_per_gpu": 8.0,\n  "gradient_clipping": '
+                                                  '1.0,\n  "zero_optimization": {"stage": 2}\n}\n')
+    before = json_path.read_text()
+    yaml_path = write(tmp_path, "accelerate_config.yaml",
+                      "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n"
+                      "  deepspeed_config_file: ds_config.json\nnum_processes: 2\n")
+    result = lint(str(yaml_path), "--fix")
+    assert json_path.read_text() == before
+    assert f"not fixing {json_path}: its real path" in result.stderr and "name it to fix it" in result.stderr
+    assert "DS201" in result.stdout  # still reported: nothing was fixed
+
+
+def test_fix_never_writes_into_allow_read_folders(tmp_path):
+    """--allow-read lets a config name files under a folder; it never makes them writable."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    json_path = write(shared, "zero2.json", '{\n  "train_micro_batch_size_per_gpu": 8.0,\n  "gradient_clipping": 1.0'
+                                            ',\n  "zero_optimization": {"stage": 2}\n}\n')
+    before = json_path.read_text()
+    (tmp_path / "repo").mkdir()
+    write(tmp_path / "repo", "accelerate_config.yaml",
+          "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n"
+          "  deepspeed_config_file: ../shared/zero2.json\nnum_processes: 2\n")
+    result = lint(str(tmp_path / "repo"), "--allow-read", str(shared), "--fix", "--unsafe-fixes")
+    assert "DS201" in result.stdout and "DS009" not in result.stdout  # read, checked, reported
+    assert json_path.read_text() == before
 
 
 def test_file_mode_is_kept_and_no_temporary_file_is_left(tmp_path):
@@ -368,10 +399,12 @@ def check_round_trip(path: str, options=None):
         changed = sum(1 for a, b in zip(old_lines, new_lines) if a != b)
         assert changed <= len(result.applied)
         assert all(a[len(a.rstrip("\r\n")):] == b[len(b.rstrip("\r\n")):] for a, b in zip(old_lines, new_lines))
-    # a fixpoint: nothing safe is left to fix, and the fixed findings are gone
+    # a fixpoint: nothing safe is left to fix (but in a file --fix may not write: the JSON a named YAML pairs
+    # with is not itself named), and the fixed findings are gone
     documents = run.documents
-    leftover = [f for f in run.findings if f.fix is not None and (info := fix.plan(f, documents[f.file])).edit
-                is not None and info.safe]
+    unwritable = {skipped for skipped, _ in run.skipped}
+    leftover = [f for f in run.findings if f.fix is not None and f.file not in unwritable
+                and (info := fix.plan(f, documents[f.file])).edit is not None and info.safe]
     assert not leftover, leftover
     fixed = {(finding.code, finding.pointer) for finding, _ in applied}
     assert not [f for f in run.findings if (f.code, f.pointer) in fixed and f.code not in ("DS202", "DS203")]
@@ -448,3 +481,56 @@ def test_round_trip_on_the_corpus(corpus):
     # Real configs carry safe fixes (DS106 above all): more than one per seven files (../shared/corpus
     # has about three per four; the project's fixtures about one per four).
     assert checked and applied * 7 > checked, (applied, checked)
+
+
+# -- another writer at the same time ----------------------------------------------------------------------------
+
+
+ONE_FIX = ('{\n  "train_micro_batch_size_per_gpu": 8.0,\n  "gradient_clipping": 1.0,\n'
+           '  "zero_optimization": {"stage": 2}\n}\n')
+SAVED_MEANWHILE = '{\n  "zero_optimization": {"stage": 3},\n  "train_micro_batch_size_per_gpu": 16.0\n}\n'
+
+
+def test_a_file_saved_between_the_lint_and_the_fix_is_not_fixed(tmp_path, monkeypatch):
+    """The edits are offsets into the text the lint read: applied to a file an editor saved meanwhile they would
+    corrupt it. The file is left as the other writer left it, and the run says so and exits 1."""
+    path = write(tmp_path, "ds_config.json", ONE_FIX)
+    real_lint = engine.lint_files
+    calls = []
+
+    def lint_then_someone_saves(*args, **kwargs):
+        result = real_lint(*args, **kwargs)
+        if not calls:
+            path.write_text(SAVED_MEANWHILE)  # after the first pass read it, before the fix reads it again
+        calls.append(1)
+        return result
+
+    monkeypatch.setattr(engine, "lint_files", lint_then_someone_saves)
+    result = lint(str(path), "--fix")
+    assert path.read_text() == SAVED_MEANWHILE
+    assert "changed on disk while dsconfig was reading it" in result.stderr
+    assert result.exit_code == 1
+
+
+def test_a_file_saved_just_before_the_write_is_not_replaced(tmp_path, monkeypatch):
+    """The last check is made after the fixed text is on disk, just before the rename: a second --fix or an
+    editor that wrote the file after dsconfig read it keeps its text."""
+    path = write(tmp_path, "ds_config.json", ONE_FIX)
+    real_write = fix.write_atomic
+
+    def someone_saves_then_write(target, text, expected=None):
+        Path(target).write_text(SAVED_MEANWHILE)
+        return real_write(target, text, expected=expected)
+
+    monkeypatch.setattr(fix, "write_atomic", someone_saves_then_write)
+    result = lint(str(path), "--fix")
+    assert path.read_text() == SAVED_MEANWHILE
+    assert f"not fixing {path}: it changed on disk since dsconfig read it" in result.stderr
+    assert result.exit_code == 1
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".dsconfig")]  # no temporary file left
+
+
+def test_an_unchanged_file_is_still_fixed(tmp_path):
+    path = write(tmp_path, "ds_config.json", ONE_FIX)
+    result = lint(str(path), "--fix")
+    assert '"train_micro_batch_size_per_gpu": 8,' in path.read_text(), result.output
