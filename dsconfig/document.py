@@ -22,10 +22,25 @@ float). A JsonDocument keeps both readings so each target is linted on what it r
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 from typing import NamedTuple
 
 from . import jsonscan
+
+# While `reusing_readings()` is active, the readings of a text already read are taken again, not redone: the
+# release table (`lint --deepspeed-version all`) lints the same files once per group of releases.
+_READINGS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("dsconfig_readings", default=None)
+
+
+@contextlib.contextmanager
+def reusing_readings():
+    token = _READINGS.set({})
+    try:
+        yield
+    finally:
+        _READINGS.reset(token)
 
 
 class LoadError(NamedTuple):
@@ -44,6 +59,9 @@ class Document:
         self.kind = "unknown"
         self.checked_with: frozenset[str] = frozenset()  # run options a check used (world_sizes, dataset_size, ...)
         self._line_starts: list[int] | None = None
+
+    def release(self) -> None:
+        """Forget what can be read again from the text (a format that can does; see JsonDocument)."""
 
     # -- provided by each format -----------------------------------------------------------------
 
@@ -141,6 +159,29 @@ class JsonDocument(Document):
 
     def __init__(self, path: str, text: str):
         super().__init__(path, text)
+        readings = _READINGS.get()
+        if readings is not None and text in readings:
+            self.scan, self.scan_error, self.json_value, self.json_error = readings[text]
+            return
+        self._read(text)
+        if readings is not None:
+            readings[text] = (self.scan, self.scan_error, self.json_value, self.json_error)
+
+    _READINGS_KEPT = ("scan", "scan_error", "json_value", "json_error")
+
+    def release(self) -> None:
+        """Forget the readings: they are read again from the text when next asked for. A walk of thousands of
+        files then holds their texts, not their parse trees (dsconfig.engine releases each once it is checked)."""
+        for name in self._READINGS_KEPT:
+            self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str):
+        if name in JsonDocument._READINGS_KEPT and "text" in self.__dict__:
+            self._read(self.text)
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _read(self, text: str) -> None:
         try:
             self.scan = jsonscan.scan(text)
             self.scan_error = None
@@ -204,3 +245,19 @@ class JsonDocument(Document):
         if on_key and span.key_start is not None:
             return span.key_start, span.key_end
         return span.start, span.end
+
+
+class DictDocument(JsonDocument):
+    """A config dict handed to DeepSpeed as it is (`deepspeed.initialize(config=...)`, `dsconfig.check(dict)`),
+    written out as JSON text for its positions. No loader reads it: every reading is the dict's own values, which
+    json.loads gives back from the text (NaN and Infinity as the floats they were), and hjson's notes, traps and
+    duplicate keys do not apply."""
+
+    def _read(self, text: str) -> None:
+        super()._read(text)
+        if self.json_error is not None:  # json.dumps wrote it: json.loads reads it back
+            return
+        if self.scan is None:  # hjson reads a quoteless `NaN, ...` to the end of its line: positions are lost
+            self.scan, self.scan_error = jsonscan.Scan(self.json_value, {}, [], [], [], 0), None
+        else:
+            self.scan = self.scan._replace(value=self.json_value, notes=[], duplicates=[], traps=[])

@@ -4,14 +4,65 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
+
+from .budget import spend_closest
 
 
 def to_json(value) -> str:
-    """The JSON text of a value (for messages and fixes); repr() for what JSON cannot hold."""
+    """The JSON text of a value (for messages and fixes); repr() for what JSON cannot hold, and "a N-digit
+    number" for an integer past Python's int-to-text limit (see int_text)."""
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
-        return repr(value)
+        if type(value) is int:
+            return int_text(value)
+        try:
+            return repr(value)
+        except ValueError:  # a container holding such an integer
+            return _bounded(value, sys.maxsize, to_json, whole=True)
+
+
+def int_text(number: int) -> str:
+    """str(number), or "a N-digit number" past Python's int-to-text limit (sys.get_int_max_str_digits(),
+    4,300 digits by default), where str() raises ValueError. json.load and a decimal YAML or TOML integer
+    stop at that limit, but YAML's (and TOML's) 0x, 0o and 0b integers do not: `0x` and 5,000 hex digits
+    is an int no message can print."""
+    try:
+        return str(number)
+    except ValueError:
+        return f"a {'negative ' if number < 0 else ''}{digits(number)}-digit number"
+
+
+def key_token(key):
+    """A mapping key as a JSON-pointer token can hold it: the key, or for an integer too long for str() (a YAML
+    `? 0x...` key of thousands of digits) its hex() text, which has no length limit and stays unique."""
+    if type(key) is int and not -10 ** 18 < key < 10 ** 18 and not printable(key):  # str() only for the huge
+        return hex(key)
+    return key
+
+
+def printable(number: int) -> bool:
+    """Whether str() can write the integer (see int_text)."""
+    try:
+        str(number)
+    except ValueError:
+        return False
+    return True
+
+
+def digits(number: int) -> int:
+    """The decimal digits of abs(number), counted without str() (which raises past the limit)."""
+    import math
+    number = abs(number)
+    if number < 10 ** 18:
+        return len(str(number))
+    estimate = math.log10(number)  # a float: exact but next to a power of ten, where 10 ** k decides
+    count = math.floor(estimate) + 1
+    if abs(estimate - round(estimate)) < 1e-9:
+        power = round(estimate)
+        count = power + 1 if number >= 10 ** power else power
+    return count
 
 
 class _Full(Exception):
@@ -34,13 +85,19 @@ def py_str(value, limit: int = 4096) -> str:
     characters for a list or mapping: such a value never equals a setting's word or a real path
     (longer than PATH_MAX), so the cut changes no verdict, and an alias bomb costs nothing."""
     if not isinstance(value, (dict, list, tuple)):
-        return str(value)
+        return int_text(value) if type(value) is int else str(value)
     text = _bounded(value, limit, repr)
-    return str(value) if text is None else text
+    if text is not None:
+        return text
+    try:
+        return str(value)
+    except ValueError:  # it holds an integer too long for str()
+        return _bounded(value, limit, repr, whole=True)
 
 
-def _bounded(value, limit: int, scalar) -> str | None:
-    """The text of `value` (scalars written by `scalar`), or None when it is no longer than `limit`."""
+def _bounded(value, limit: int, scalar, whole: bool = False) -> str | None:
+    """The text of `value` (scalars written by `scalar`), or None when it is no longer than `limit` (with
+    `whole`: the text then). An integer too long for str() is written as int_text writes it."""
     parts: list[str] = []
     room = [limit]
 
@@ -55,7 +112,7 @@ def _bounded(value, limit: int, scalar) -> str | None:
             put("{")
             for index, (key, item) in enumerate(node.items()):
                 put(", " if index else "")
-                put(scalar(key if isinstance(key, str) else str(key)[:limit]) + ": ")
+                put(scalar(key if isinstance(key, str) else _text(key)[:limit]) + ": ")
                 walk(item)
             put("}")
         elif isinstance(node, (list, tuple)):
@@ -64,6 +121,8 @@ def _bounded(value, limit: int, scalar) -> str | None:
                 put(", " if index else "")
                 walk(item)
             put("]")
+        elif type(node) is int:
+            put(int_text(node)[:limit + 1])
         else:
             put(scalar(node[:limit + 1] if isinstance(node, str) else node)[:limit + 1])
 
@@ -71,7 +130,11 @@ def _bounded(value, limit: int, scalar) -> str | None:
         walk(value)
     except (_Full, RecursionError):
         return "".join(parts)[:limit] + "..."
-    return None
+    return "".join(parts) if whole else None
+
+
+def _text(key) -> str:
+    return int_text(key) if type(key) is int else str(key)
 
 
 def is_auto(value) -> bool:
@@ -110,8 +173,11 @@ def closest(word, choices, cutoff: float = 0.7, *, ignore_case: bool = False, un
 
     By default difflib's closest match scoring at least `cutoff`. With `ignore_case` the word (stripped)
     and the choices are compared lower-cased and the choice is returned as spelled; with `unambiguous`,
-    a tie for the best score means no guess (for fixes that write the guess into the file).
+    a tie for the best score means no guess (for fixes that write the guess into the file). A file spends
+    at most dsconfig.budget.CLOSEST_PER_FILE of these; past that, no guess.
     """
+    if not spend_closest():
+        return None
     if unambiguous:
         text = str(word).strip().lower() if ignore_case else str(word)
         scored = sorted(((difflib.SequenceMatcher(None, text, c.lower() if ignore_case else c).ratio(), c)
@@ -144,3 +210,26 @@ def divisors(n: int, at_most: int | None = None) -> list[int]:
     large = [n // d for d in reversed(small) if n // d > limit]
     found = small + large
     return found if at_most is None else [d for d in found if d <= at_most]
+
+
+# Real configs hold a few hundred values, nested a handful of levels; a YAML alias can share one node a million
+# times (a bomb) or nest it in itself (a cycle). Whatever must walk or write out a whole value stops at these.
+MAX_NODES = 100_000
+MAX_DEPTH = 100
+
+
+def too_big(value, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> str | None:
+    """"nodes" when `value` holds more than `max_nodes` values (objects, lists and scalars, as if written out),
+    "depth" when it nests deeper than `max_depth`, else None: walked iteratively, stopping at the first limit."""
+    stack, seen = [(value, 1)], 0
+    while stack:
+        node, level = stack.pop()
+        seen += 1
+        if seen > max_nodes:
+            return "nodes"
+        if isinstance(node, (dict, list)):
+            if level > max_depth:
+                return "depth"
+            items = node.values() if isinstance(node, dict) else node
+            stack.extend((item, level + 1) for item in items)
+    return None

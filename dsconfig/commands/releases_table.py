@@ -1,44 +1,30 @@
 """`dsconfig lint --deepspeed-version all`: for each DeepSpeed config, which releases load and parse it and
 which reject it, so a user sees whether an upgrade (or a downgrade) breaks it.
 
-Each group of consecutive releases that behave alike (the generated data says which) is linted once;
-neighbouring groups with the same verdict and the same first error are merged into one range.
+Each group of consecutive releases that behave alike (the generated data says which) is linted once,
+and after the first only the files a release can change the verdict on (DeepSpeed configs, and the
+Accelerate YAMLs that launch them) are linted again; neighbouring groups with the same verdict and the same first error are merged into one range.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
 
 from .. import escape
 from ..deepspeed import releases
+from ..document import reusing_readings
 from ..phases import LOAD, PARSE
 
 
 def lint_all_releases(run, inputs, selection, exclude, respect_gitignore: bool, output_format: str,
                       output_file) -> int:
     """`run` is the lint command's own run (collect, lint, select, suppress), called once per group."""
-    verdicts: dict[str, list] = {}  # file -> [(first release, last release, [first error] or [])]
-    for group in releases.same_behaviour(releases.SUPPORTED):
-        options = inputs.options._replace(deepspeed_version=group[-1])
-        outcome = run(inputs._replace(options=options), selection, exclude, respect_gitignore,
-                       fixing=False, unsafe=False)
-        fatal: dict[str, list] = {}
-        for finding in outcome.findings:
-            if finding.severity == "error" and finding.fails_in in (LOAD, PARSE) and finding.code.startswith("DS"):
-                fatal.setdefault(finding.file, []).append(finding)
-        for path, doc in outcome.documents.items():
-            if doc.kind != "deepspeed":
-                continue
-            errors = [(f.code, f.line, f.message) for f in fatal.get(path, [])[:1]]
-            ranges = verdicts.setdefault(path, [])
-            # the same error (code and line) in neighbouring groups is one range; its text names a release
-            if ranges and [e[:2] for e in ranges[-1][2]] == [e[:2] for e in errors]:
-                ranges[-1] = (ranges[-1][0], group[-1], ranges[-1][2])
-            else:
-                ranges.append((group[0], group[-1], errors))
+    with reusing_readings():  # each file is parsed once, not once per group
+        verdicts = _verdicts(run, inputs, selection, exclude, respect_gitignore)
     text = _json(verdicts) if output_format == "json" else _text(verdicts)
     if output_file is not None:
         from .. import files
@@ -51,6 +37,34 @@ def lint_all_releases(run, inputs, selection, exclude, respect_gitignore: bool, 
                            f"{rejected} rejected by some"), err=True)
     sys.stdout.flush()
     return 1 if rejected else 0
+
+
+def _verdicts(run, inputs, selection, exclude, respect_gitignore: bool) -> dict[str, list]:
+    """file -> [(first release, last release, [first error] or [])]."""
+    verdicts: dict[str, list] = {}
+    only = None  # after the first group: the DeepSpeed configs and the YAMLs that launch them, all that changes
+    for group in releases.same_behaviour(releases.SUPPORTED):
+        options = inputs.options._replace(deepspeed_version=group[-1])
+        outcome = run(inputs._replace(options=options), selection, exclude, respect_gitignore,
+                      fixing=False, unsafe=False, only=only)
+        if only is None:
+            only = frozenset(os.path.realpath(path) for path, kind in outcome.linted.items()
+                             if kind in ("deepspeed", "accelerate"))
+        fatal: dict[str, list] = {}
+        for finding in outcome.findings:
+            if finding.severity == "error" and finding.fails_in in (LOAD, PARSE) and finding.code.startswith("DS"):
+                fatal.setdefault(finding.file, []).append(finding)
+        for path, kind in outcome.linted.items():
+            if kind != "deepspeed":
+                continue
+            errors = [(f.code, f.line, f.message) for f in fatal.get(path, [])[:1]]
+            ranges = verdicts.setdefault(path, [])
+            # the same error (code and line) in neighbouring groups is one range; its text names a release
+            if ranges and [e[:2] for e in ranges[-1][2]] == [e[:2] for e in errors]:
+                ranges[-1] = (ranges[-1][0], group[-1], ranges[-1][2])
+            else:
+                ranges.append((group[0], group[-1], errors))
+    return verdicts
 
 
 def _span(first: str, last: str) -> str:

@@ -1138,7 +1138,7 @@ def _json_kinds(value) -> set[str]:
 
 
 def _did_you_mean(key, candidates):
-    match = closest(key, [c for c in candidates if c != "$schema"])
+    match = closest(key, (c for c in candidates if c != "$schema"))  # built only when a guess is made
     if match is None:
         return "", None
     return f"; did you mean `{match}`?", to_json(match)

@@ -9,7 +9,6 @@ Stdlib only: this module is on the lint path.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,8 +25,8 @@ def schema_path() -> Path:
 @lru_cache(maxsize=1)
 def load() -> dict:
     """The newest release's schema, as written in deepspeed.schema.json."""
-    with open(schema_path(), encoding="utf-8") as handle:
-        return json.load(handle)
+    from .. import package_data
+    return package_data.schema_json(SCHEMA_FILE)
 
 
 _active = releases.NEWEST
@@ -96,9 +95,17 @@ def removed_message(obj: dict, key: str) -> str | None:
 
 
 def known_keys(obj: dict) -> list[str]:
-    """Keys a user may write in this object (removed ones excluded)."""
-    branch = object_branch(obj) or {}
-    return [k for k, v in branch.get("properties", {}).items() if "x-deepspeed-removed" not in v]
+    """Keys a user may write in this object (removed ones excluded). Schema nodes live as long as the process,
+    so the answer is kept per node: it is asked once per unknown key."""
+    found = _KNOWN_KEYS.get(id(obj))
+    if found is None or found[0] is not obj:
+        branch = object_branch(obj) or {}
+        found = _KNOWN_KEYS[id(obj)] = (obj, [k for k, v in branch.get("properties", {}).items()
+                                              if "x-deepspeed-removed" not in v])
+    return list(found[1])
+
+
+_KNOWN_KEYS: dict[int, tuple[dict, list[str]]] = {}
 
 
 def accepted_kinds(prop: dict) -> tuple[set[str], list] | None:
@@ -236,13 +243,20 @@ def not_removed_in(pointer: str) -> list[str]:
 def removed_later(pointer: str) -> tuple[str, str] | None:
     """(the first release that refuses it, its message) for a block the active release still reads but a
     later one removed; None otherwise."""
-    if pointer in dict(removed()):
-        return None
-    for version in releases.SUPPORTED[releases.SUPPORTED.index(_active) + 1:]:
-        message = dict(_removed(version)).get(pointer)
-        if message is not None:
-            return version, message
-    return None
+    return _removed_later(_active).get(pointer)
+
+
+@lru_cache(maxsize=None)
+def _removed_later(active: str) -> dict[str, tuple[str, str]]:
+    """pointer -> (the first release after `active` that refuses it, its message), for what `active` reads: asked
+    once per unknown top-level key, so a table rather than a walk over the releases each time."""
+    read_now = dict(_removed(active))
+    table: dict[str, tuple[str, str]] = {}
+    for version in releases.SUPPORTED[releases.SUPPORTED.index(active) + 1:]:
+        for pointer, message in _removed(version):
+            if pointer not in read_now:
+                table.setdefault(pointer, (version, message))
+    return table
 
 
 def other_releases_note(pointer: str, removed_block: bool = False) -> str:
