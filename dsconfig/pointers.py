@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .values import key_token
+
 
 def escape(token: str) -> str:
     """One reference token as it is written inside a pointer (`~` as `~0`, `/` as `~1`)."""
@@ -12,12 +14,12 @@ def escape(token: str) -> str:
 
 def pointer_join(base: str, token) -> str:
     """Append one reference token to a JSON pointer."""
-    return f"{base}/{escape(str(token))}"
+    return f"{base}/{escape(str(key_token(token)))}"
 
 
 def pointer_from(tokens) -> str:
     """A JSON pointer from its reference tokens."""
-    return "".join("/" + escape(str(token)) for token in tokens)
+    return "".join("/" + escape(str(key_token(token))) for token in tokens)
 
 
 def pointer_tokens(pointer: str) -> list[str]:

@@ -49,6 +49,9 @@ class TomlDocument(LoadedDocument):
             self.error = LoadError(str(error), _error_offset(text, str(error)))
         except RecursionError:
             self.error = LoadError("nested too deeply for tomllib (RecursionError)", 0)
+        except ValueError as error:  # a decimal integer past Python's int-string limit (4,300 digits)
+            reason = str(error).split(";")[0]  # without the advice to call sys.set_int_max_str_digits()
+            self.error = LoadError(f"tomllib raises ValueError: {reason}", _value_error_offset(text, error))
         self._spans: dict | None = None
 
     @property
@@ -98,3 +101,31 @@ def _error_offset(text: str, message: str) -> int:
     line, column = int(match.group(1)), int(match.group(2))
     starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
     return min(starts[min(line, len(starts)) - 1] + column - 1, len(text))
+
+
+# A decimal integer (`_` between digits allowed) longer than int() reads: what tomllib's ValueError is about.
+_LONG_DECIMAL = re.compile(r"[+-]?[0-9](?:_?[0-9]){4300,}")
+
+
+def _value_error_offset(text: str, error: ValueError) -> int:
+    """The offset of the value tomllib raised a plain ValueError on: its message says no place, but its parser's
+    innermost `parse_value(src, pos, ...)` frame holds where the value starts in `src` (the text with CRLF
+    read as LF). Without that frame (another Python), the first long decimal integer of the text."""
+    pos, traceback = None, error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code.co_name == "parse_value" and isinstance(frame.f_locals.get("pos"), int):
+            pos = frame.f_locals["pos"]  # the innermost one wins: a value in an array in an inline table
+        traceback = traceback.tb_next
+    src = text.replace("\r\n", "\n")
+    if pos is None or not 0 <= pos < len(src):
+        match = _LONG_DECIMAL.search(src)
+        if match is None:
+            return 0
+        pos = match.start()
+    line = src.count("\n", 0, pos)  # the same line and column in the text as given
+    column = pos - (src.rfind("\n", 0, pos) + 1)
+    line_start = 0
+    for _ in range(line):
+        line_start = text.index("\n", line_start) + 1
+    return min(line_start + column, len(text))

@@ -97,17 +97,18 @@ class YamlDocument(LoadedDocument):
                 return
             except Exception:  # noqa: BLE001 - the pure-Python loader gives the error as safe_load would
                 self._reset()
+        failed: list = []  # the node whose construction raised (innermost first)
         try:
-            self._load(yaml, yaml.SafeLoader)
-        except Exception as error:  # YAMLError, ValueError (bad timestamps), RecursionError, ...
-            self.error = _describe_error(error, yaml)
+            self._load(yaml, yaml.SafeLoader, failed)
+        except Exception as error:  # YAMLError, ValueError (bad timestamps, `0x_`), RecursionError, ...
+            self.error = _describe_error(error, yaml, failed[0] if failed else None)
             self._reset()
 
     def _reset(self) -> None:
         self.loaded, self.value, self._spans = False, None, {}
         self._duplicates, self._booleans = [], {}
 
-    def _load(self, yaml, loader_class) -> None:
+    def _load(self, yaml, loader_class, failed: list | None = None) -> None:
         loader = loader_class(self.text)
         try:
             root = loader.get_single_node()
@@ -115,6 +116,8 @@ class YamlDocument(LoadedDocument):
                 self.loaded, self.value = True, None
                 return
             own_pairs = _own_pairs(root)  # before construction merges `<<` keys into the mappings
+            if failed is not None:
+                _note_failures(loader, failed)
             self.value = loader.construct_document(root)
             self.loaded = True
             self._index(root, own_pairs, loader)
@@ -218,13 +221,39 @@ def _own_pairs(root) -> dict[int, list]:
 
 
 def _key(loader, key_node):
-    """The key as safe_load constructs it (after a successful load every key is a hashable scalar)."""
-    key = loader.construct_object(key_node, deep=True)
+    """The key as safe_load constructs it (after a successful load every key is a hashable scalar), for a
+    pointer: bytes (`!!binary`), a date or a tuple as its repr, and an integer too long for str() (`? 0x` and
+    thousands of hex digits) as its hex() text, which has no length limit."""
+    from .values import key_token
+    key = key_token(loader.construct_object(key_node, deep=True))
     return key if isinstance(key, (str, int, float, bool)) or key is None else repr(key)
 
 
-def _describe_error(error: BaseException, yaml) -> LoadError:
+def _note_failures(loader, failed: list) -> None:
+    """Record in `failed` the node whose constructor raises something other than a YAMLError (which has its
+    own marks): `0x_` and `!!int 0b2` raise ValueError from int(), `2001-13-45` from datetime(). The loader's
+    own construct_object is called for every node, nested ones through `self`, so wrapping it on the
+    instance sees the innermost node first."""
+    import yaml
+    construct = loader.construct_object
+
+    def construct_object(node, deep=False):
+        try:
+            return construct(node, deep=deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception:
+            if not failed:
+                failed.append(node)
+            raise
+
+    loader.construct_object = construct_object
+
+
+def _describe_error(error: BaseException, yaml, node=None) -> LoadError:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    if mark is None and node is not None and not isinstance(error, (yaml.YAMLError, RecursionError)):
+        mark = node.start_mark  # a constructor's ValueError: at the value that raised it
     if isinstance(error, yaml.MarkedYAMLError):
         parts = [part for part in (error.context, error.problem) if part]
         message = "; ".join(parts) or type(error).__name__

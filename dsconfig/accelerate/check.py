@@ -39,7 +39,7 @@ from ..rules.accelerate_launch import (
 )
 from ..rules.files import DUPLICATE_KEY, PARSE_ERROR
 from ..targets import HF_TRAINER
-from ..values import brief, closest, describe, py_str, to_json
+from ..values import brief, closest, describe, key_token, printable, py_str, to_json
 from . import schema
 from .fsdp import fsdp_findings
 from .launch import FALSE_WORDS, TRUE_WORDS, Replay
@@ -139,10 +139,12 @@ def unknown_top_level(config: dict, config_class: str) -> list[Finding]:
         listed = f"[{', '.join(repr(key) for key in listed[:10])}, ... {len(listed) - 10} more]"
     findings = []
     for index, key in enumerate(unknown):
-        message = (f"unknown key `{key}`: Accelerate refuses to load the file (\"had unknown keys ({listed})\")")
+        message = (f"unknown key `{py_str(key)}`: Accelerate refuses to load the file (\"had unknown keys "
+                   f"({listed})\")")
         # past a hundred unknown keys the file is no typo'd config: no did-you-mean (0.4 s for 9,000 keys)
         hint = _top_level_hint(key, known, other, config_class) if index < _HINTED else ""
-        findings.append(Finding(UNKNOWN_TOP_LEVEL_KEY, message + (f"; {hint}" if hint else ""), pointer_join("", key),
+        findings.append(Finding(UNKNOWN_TOP_LEVEL_KEY, message + (f"; {hint}" if hint else ""),
+                                pointer_join("", key_token(key)),
                                 fails_in=LOAD, on_key=True))
     return findings
 
@@ -267,7 +269,12 @@ def _types(prop: dict) -> list[str]:
 
 
 def _count(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An integer setting as a count; None for anything else, and for an integer too long for str() (YAML reads
+    `0x` and thousands of hex digits as one): `accelerate launch` fails on it, which the replay reports, and no
+    message or world size can hold it."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value if printable(value) else None
 
 
 def launched_world_size(replay: Replay) -> int | None:

@@ -132,7 +132,8 @@ def _reshard_under_fsdp1(replay: Replay) -> str:
     default = "" if _written(replay, "fsdp_sharding_strategy") else " when absent"
     unread = ("under fsdp_version 1 (the default when fsdp_version is absent) the plugin takes its strategy from "
               f"fsdp_sharding_strategy ({strategy}{default}) and never reads fsdp_reshard_after_forward")
-    written = f"fsdp_reshard_after_forward {value}: `accelerate config` writes the FSDP1 strategy here, but {unread}"
+    written = (f"fsdp_reshard_after_forward {py_str(value)}: `accelerate config` writes the FSDP1 strategy here, but "
+               f"{unread}")
     if isinstance(value, str) and value.upper() == strategy.upper():
         return (f"{written}; it matches the strategy used today, but changing it does nothing: write "
                 f"fsdp_sharding_strategy: {value} instead")

@@ -23,7 +23,7 @@ from ..phases import LAUNCH
 from ..pointers import pointer_join
 from ..rules.accelerate_keys import INVALID_SETTING, MIXED_PRECISION, YAML_BOOLEAN
 from ..rules.accelerate_launch import GPU_IDS, MAIN_PROCESS_IP, NUM_PROCESSES_MISSING
-from ..values import py_str
+from ..values import key_token, py_str
 from . import schema
 
 MULTI_DEVICE = ("MULTI_GPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA", "MULTI_XPU", "MULTI_HPU",
@@ -174,7 +174,7 @@ class Replay:
             if isinstance(value, dict):
                 legacy = self.source.get(name)  # dynamo_config made from the legacy top-level dynamo_backend
                 for key, item in value.items():
-                    pointer = legacy or pointer_join(pointer_join("", name), key)
+                    pointer = legacy or pointer_join(pointer_join("", name), key_token(key))
                     if not isinstance(key, str):
                         error = ("AttributeError: '{}' object has no attribute 'startswith'" if name in _PREFIXED
                                  else "TypeError: attribute name must be string, not '{}'")
@@ -210,9 +210,20 @@ class Replay:
         args = self.args
         pointer = self.where("num_processes") if not isinstance(args["num_processes"], int) \
             else self.where("num_machines")
-        ok, per_machine = self.attempt(INVALID_SETTING, pointer, lambda: args["num_processes"] // args["num_machines"])
+        # one expression in accelerate: str() of a 0x... integer past Python's digit limit raises there too
+        ok, per_machine = self.attempt(INVALID_SETTING, pointer,
+                                       lambda: str(args["num_processes"] // args["num_machines"]))
         if ok:
-            args["nproc_per_node"] = str(per_machine)
+            args["nproc_per_node"] = per_machine
+
+    def _single_machine(self) -> None:
+        """`args.nproc_per_node = str(args.num_processes)`: str() raises on an integer past Python's digit
+        limit (YAML reads `0x` and 5,000 hex digits as one), and the launch stops there."""
+        args = self.args
+        ok, text = self.attempt(INVALID_SETTING, self.where("num_processes"), lambda: str(args["num_processes"]),
+                                "num_processes is the number of processes to start")
+        if ok:
+            args["nproc_per_node"] = text
 
     def _machine_rank(self) -> None:
         self.attempt(INVALID_SETTING, self.where("machine_rank"), lambda: int(self.args["machine_rank"]),
@@ -282,7 +293,7 @@ class Replay:
         elif multi:
             self._per_machine()
         elif multi is False:
-            args["nproc_per_node"] = str(args["num_processes"])
+            self._single_machine()
         if multi:
             self._machine_rank()  # node_rank and the port check: int(args.machine_rank)
         self._port()
@@ -298,7 +309,7 @@ class Replay:
             self._per_machine()
             self._machine_rank()  # node_rank and the port check: int(args.machine_rank)
         elif multi is False:
-            args["nproc_per_node"] = str(args["num_processes"])
+            self._single_machine()
         self._port()
         self._mixed_precision()
         self._dynamo()

@@ -45,7 +45,7 @@ from ..rules.batch import BATCH_MISMATCH
 from ..rules.integration import AUTO_FILLED, STEPS_PER_EPOCH, TRAINER_MISMATCH
 from ..targets import ACCELERATE, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from ..training.epochs import epoch
-from ..values import closest, to_json
+from ..values import MAX_NODES, brief, closest, digits, to_json, too_big
 from . import batch, schema
 from .target import auto_pointers
 
@@ -106,26 +106,31 @@ def training_args_errors(training_args) -> list[str]:
     """Why these values cannot be TrainingArguments (empty when they can be used)."""
     if not isinstance(training_args, dict):
         return [f"training arguments must be a JSON object, not {type(training_args).__name__}"]
-    errors = []
+    # Values are shown by values.brief: a YAML alias chain shares its nodes, and written out in full twenty-five
+    # nested `{a: *x, b: *x}` anchors are gigabytes; brief stops after about 120 characters.
+    errors = [too_large] if (too_large := _too_large(training_args)) is not None else []
     for key in _INT_KEYS:
         value = training_args.get(key)
         if key in training_args and (not isinstance(value, int) or isinstance(value, bool)):
-            errors.append(f"{key} must be an integer, not {to_json(value)}")
+            errors.append(f"{key} must be an integer, not {brief(value)}")
     for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
         value = training_args.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
-            errors.append(f"{key} must be at least 1, not {value}")
+            errors.append(f"{key} must be at least 1, not {_shown(value)}")
+        elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_STEPS:
+            errors.append(f"{key} is {_shown(value)}, more than {MAX_STEPS:,} (samples per device, or micro-batches "
+                          "per optimizer step): no run is that large")
     for key in _NUMBER_KEYS:
         value = training_args.get(key)
         if key in training_args and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-            errors.append(f"{key} must be a number, not {to_json(value)}")
+            errors.append(f"{key} must be a number, not {brief(value)}")
     warmup = training_args.get("warmup_steps")
     if isinstance(warmup, (int, float)) and not isinstance(warmup, bool) and warmup < 0:
-        errors.append(f"warmup_steps must be >= 0, not {warmup}")  # TrainingArguments raises the same
+        errors.append(f"warmup_steps must be >= 0, not {brief(warmup)}")  # TrainingArguments raises the same
     errors += _length_errors(training_args)
     for key in _BOOL_KEYS:
         if key in training_args and not isinstance(training_args[key], bool):
-            errors.append(f"{key} must be true or false, not {to_json(training_args[key])}")
+            errors.append(f"{key} must be true or false, not {brief(training_args[key])}")
     if training_args.get("fp16") is True and training_args.get("bf16") is True:
         errors.append("fp16 and bf16 are both true: TrainingArguments raises \"At most one of fp16 and bf16 can be "
                       "True, but not both\"")
@@ -147,21 +152,21 @@ def _length_errors(training_args: dict) -> list[str]:
     epochs = training_args.get("num_train_epochs")
     # set_initial_training_values reads the epochs when max_steps <= 0 (math.ceil(num_train_epochs) at 0),
     # and counts the run's steps from them when max_steps < 0
-    if max_steps <= 0 and _is_number(epochs) and not math.isfinite(epochs):
+    if max_steps <= 0 and isinstance(epochs, float) and not math.isfinite(epochs):  # (math.isfinite(int) can overflow)
         ceil = "math.ceil(num_train_epochs × optimizer steps per epoch)" if max_steps < 0 else \
             "math.ceil(num_train_epochs)"
-        errors.append(f"num_train_epochs is {to_json(epochs)}: with max_steps {max_steps} Trainer.train() computes "
+        errors.append(f"num_train_epochs is {brief(epochs)}: with max_steps {max_steps} Trainer.train() computes "
                       f"{ceil} and raises \"{_ceil_error(epochs)}\"")
     elif max_steps < 0 and _is_number(epochs) and epochs > MAX_STEPS:
-        text = (f"num_train_epochs is {to_json(epochs)}, more than {MAX_STEPS:,} epochs of at least one optimizer "
+        text = (f"num_train_epochs is {brief(epochs)}, more than {MAX_STEPS:,} epochs of at least one optimizer "
                 "step each (3,000 years at ten steps a second)")
-        if math.isinf(epochs * 2):
+        if isinstance(epochs, float) and math.isinf(epochs * 2):
             text += (f"; from 2 optimizer steps per epoch Trainer.train() raises \"{_ceil_error(math.inf)}\" in "
                      "math.ceil(num_train_epochs × optimizer steps per epoch)")
         errors.append(text)
     warmup = training_args.get("warmup_steps")
-    if _is_number(warmup) and not math.isfinite(warmup) and warmup != -math.inf:  # -Infinity: "must be >= 0"
-        errors.append(f"warmup_steps is {to_json(warmup)}: when train() starts, the HF Trainer's DeepSpeed setup calls "
+    if isinstance(warmup, float) and not math.isfinite(warmup) and warmup != -math.inf:  # -Infinity: "must be >= 0"
+        errors.append(f"warmup_steps is {brief(warmup)}: when train() starts, the HF Trainer's DeepSpeed setup calls "
                       f"TrainingArguments.get_warmup_steps, which raises \"{_ceil_error(warmup)}\"")
     return errors
 
@@ -178,7 +183,23 @@ def _ceil_error(value: float) -> str:
 
 
 def _shown(number: int) -> str:
-    return f"a {len(str(abs(number)))}-digit number" if abs(number) >= 10 ** 30 else str(number)
+    if abs(number) < 10 ** 30:
+        return str(number)
+    return f"a {'negative ' if number < 0 else ''}{digits(number)}-digit number"
+
+
+def _too_large(training_args: dict) -> str | None:
+    """Why the values are too large to use, or None. TrainingArguments values are a flat mapping, but a YAML
+    file's aliases can share one node a million times, and whatever writes the values out (json.dumps for
+    the checks, a message) would expand every copy: at most MAX_NODES values (dsconfig.values.too_big, the
+    bound explain uses too); only nested values are walked. Nesting past its depth is left alone: a cycle
+    is named by the JSON conversion that follows, and deep values are not walked by the checks."""
+    if all(not isinstance(value, (dict, list)) for value in training_args.values()):
+        return None
+    if too_big(training_args) == "nodes":
+        return (f"the values hold more than {MAX_NODES:,} values once YAML aliases are expanded (an alias "
+                "bomb?); TrainingArguments values are a flat mapping of settings")
+    return None
 
 
 def load_training_args(path) -> dict:

@@ -21,7 +21,7 @@ from ..pointers import MISSING, dotted, pointer_from, pointer_join, pointer_toke
 from ..rules.batch import BATCHNORM_ONE_SAMPLE, GLOBAL_BATCH, GLOBAL_BATCH_INDIVISIBLE, MICRO_BATCH_ONE
 from ..rules.files import NON_INTEGER_BATCH_SIZE
 from ..rules.integration import STEPS_PER_EPOCH
-from ..values import brief
+from ..values import brief, digits, key_token
 from . import epochs
 from .names import GLOBAL, PER_DEVICE, default_kind, is_batch_key
 
@@ -64,7 +64,7 @@ def batch_entries(root, framework: str | None = None, batch_keys=()) -> list[Ent
         children = []
         if isinstance(node, dict):
             for key, child in node.items():
-                pointer = pointer_join(where, key)
+                pointer = pointer_join(where, key_token(key))
                 if isinstance(key, str) and (pointer in overrides or is_batch_key(key)) \
                         and not isinstance(child, (dict, list)):
                     kind = overrides.get(pointer) or default_kind(key, framework)
@@ -158,7 +158,7 @@ IMPLAUSIBLE = 10 ** 15
 def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
     value, name = entry.value, dotted(entry.pointer)
     if _positive_int(value) and value >= IMPLAUSIBLE:
-        return Finding(NON_INTEGER_BATCH_SIZE, f"{name} is a {len(str(value))}-digit number: more samples per step "
+        return Finding(NON_INTEGER_BATCH_SIZE, f"{name} is a {digits(value)}-digit number: more samples per step "
                                                "than any data set holds; a typo?", entry.pointer, fails_in=SILENT)
     if _positive_int(value) or _skipped(value):
         return None
@@ -222,12 +222,18 @@ def _accumulation(root, entry: Entry) -> tuple[str, object] | None:
     return found[0] if len(found) == 1 else None
 
 
+def _usable(accumulation: tuple[str, object] | None) -> bool:
+    """An accumulation the arithmetic can use: a positive integer below IMPLAUSIBLE. More steps than that is
+    no run (and a YAML `0x` integer can be too long for any message to print)."""
+    return accumulation is not None and _positive_int(accumulation[1]) and accumulation[1] < IMPLAUSIBLE
+
+
 def _per_device_sibling(root, entry: Entry) -> tuple[str, int] | None:
     """The training per-device batch written next to a global one."""
     for key, value in _parent(root, entry).items():
         if isinstance(key, str) and key != entry.key and is_batch_key(key) and not _NOT_TRAINING.search(key.lower()) \
-                and default_kind(key) == PER_DEVICE and _positive_int(value):
-            return key, value
+                and default_kind(key) == PER_DEVICE and _positive_int(value) and value < IMPLAUSIBLE:
+            return key, value  # (a larger one is reported as a typo, and is no factor to compute with)
     return None
 
 
@@ -239,7 +245,7 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
     """DS208 / DS207 / DS205 for a global batch at each world size."""
     name, total = dotted(entry.pointer), entry.value
     accumulation = _accumulation(root, entry)
-    accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else None
+    accum = accumulation[1] if _usable(accumulation) else None
     per_device = _per_device_sibling(root, entry)
     training = _training(entry)  # evaluation batches: BatchNorm in eval mode uses its running statistics
     least = 2 if batchnorm and training else 1
@@ -316,8 +322,8 @@ def _training(entry: Entry) -> bool:
 def _global_batch(root, entry: Entry, world_sizes, source: str | None) -> Finding:
     """DS209: what the per-device batch makes per optimizer step at each world size."""
     accumulation = _accumulation(root, entry)
-    accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else 1
-    how = f"{accumulation[0]} {accum}" if accumulation and _positive_int(accumulation[1]) else \
+    accum = accumulation[1] if _usable(accumulation) else 1
+    how = f"{accumulation[0]} {accum}" if _usable(accumulation) else \
         "no accumulation key in this file: 1"
     each = "; ".join(f"{entry.value * accum * world} on {world} GPU{'s' if world > 1 else ''} "
                      f"({entry.value} × {accum} × {world})" for world in world_sizes)
@@ -335,7 +341,7 @@ def _steps_tables(root, good: list[Entry], options) -> list[Finding]:
         if not _training(entry):
             continue
         accumulation = _accumulation(root, entry)
-        accum = accumulation[1] if accumulation and _positive_int(accumulation[1]) else 1
+        accum = accumulation[1] if _usable(accumulation) else 1
         row = []
         for world in sizes:
             per_device = entry.value

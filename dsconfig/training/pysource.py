@@ -16,6 +16,7 @@ globals of a module it was imported from.
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import os
 import tokenize
@@ -35,23 +36,73 @@ class Unreadable(Exception):
         self.message, self.line, self.column = message, line, column
 
 
+# The codings a declared `# coding:` cookie may name: those Python source in the wild is written in, each
+# decoded by a C codec in time linear in the file (measured on 256 KiB of text and of random bytes: at most
+# ~20 ms, four times the 64 KiB time). Any other coding Python knows is refused, not decoded: punycode's
+# decoder is quadratic (seconds per 64 KiB), and idna, utf-7, the *_escape codecs, "undefined" and the
+# like are no source text encodings (Python's codecs.lookup names; aliases such as latin-1 or sjis map
+# onto them).
+SAFE_CODINGS = frozenset({
+    "utf-8", "utf-8-sig", "ascii",
+    *(f"iso8859-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+    *(f"cp125{n}" for n in range(9)),
+    "euc_jp", "shift_jis", "cp932", "gbk", "gb2312", "gb18030", "big5", "cp950", "euc_kr", "cp949",
+    "koi8-r", "koi8-u", "koi8-t",
+})
+
+
+def _declared_coding(data: bytes) -> tuple[str, int, int] | None:
+    """The coding a cookie names, with its line and column, found where Python looks (PEP 263): the first
+    line, else the second when the first is blank or a comment. None without one."""
+    lines = data.split(b"\n", 2)[:2]
+    if lines and lines[0].startswith(codecs.BOM_UTF8):
+        lines[0] = lines[0][len(codecs.BOM_UTF8):]
+    for number, line in enumerate(lines, 1):
+        try:
+            match = tokenize.cookie_re.match(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None  # Python refuses the line: detect_encoding says so
+        if match:
+            return match.group(1), number, match.start(1) + 1
+        if not tokenize.blank_re.match(line):
+            return None
+    return None
+
+
+def _safe_coding(name: str) -> bool:
+    try:
+        return codecs.lookup(name).name in SAFE_CODINGS
+    except LookupError:
+        return False
+
+
+def _refused(name: str, line: int = 1, column: int = 1) -> Unreadable:
+    return Unreadable(f"declares the coding {name}, which dsconfig does not decode; save the script as UTF-8 "
+                      "(or another common source coding such as latin-1, cp1252, shift_jis or gbk) to have it "
+                      "checked", line, column)
+
+
 def decode_source(data: bytes) -> str:
     """The text as Python reads it: the coding cookie or UTF-8 (a BOM skipped), universal newlines.
-    Raises Unreadable with the position of the first undecodable byte."""
+    A declared coding is decoded only when it is one of SAFE_CODINGS. Raises Unreadable with the position
+    of the cookie naming another coding, or of the first undecodable byte."""
+    declared = _declared_coding(data)
+    if declared is not None and not _safe_coding(declared[0]):
+        raise _refused(*declared)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         raise Unreadable(f"cannot be read as Python source: {error.msg}", error.lineno or 1) from None
+    if not _safe_coding(encoding):  # a cookie found where _declared_coding did not look: refused all the same
+        raise _refused(encoding)
     try:
-        text = data.decode("utf-8-sig" if encoding == "utf-8-sig" else encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as error:
         prefix = data[:error.start].decode(encoding, errors="replace")
         line = prefix.count("\n") + 1
         column = len(prefix) - (prefix.rfind("\n") + 1) + 1
         raise Unreadable(f"not {encoding} text (byte 0x{data[error.start]:02x}): Python cannot read it",
                          line, column) from None
-    except LookupError:
-        raise Unreadable(f"declares the unknown encoding {encoding!r}: Python cannot read it") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
