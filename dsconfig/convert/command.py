@@ -14,6 +14,7 @@ naming the file, line and column where there is one).
 from __future__ import annotations
 
 import os
+import re
 
 import click
 
@@ -55,12 +56,15 @@ def convert(inputs, to, fsdp_version, model, gpus, nodes, target, micro_batch, o
 
     if not inputs:
         raise InputError("give the file(s) to convert")
+    from .. import boundary
+    boundary.admit([*inputs, model])
     try:
         if to == "fsdp":
             _only(to, target=target != "hf-trainer", micro_batch=micro_batch != 1)
             files, rows, title, world = _to_fsdp(inputs, int(fsdp_version), model, gpus, nodes, output_dir)
         else:
             _only(to, fsdp_version=fsdp_version != "2", model=model, gpus=gpus, nodes=nodes)
+            _check_named_dir(output_dir, BY_NAME[target])
             files, rows, title, world = _to_deepspeed(inputs, BY_NAME[target], micro_batch, output_dir)
     except ConvertError as error:
         raise InputError(str(error)) from None
@@ -80,11 +84,13 @@ def convert(inputs, to, fsdp_version, model, gpus, nodes, target, micro_batch, o
             names = write_all(output_dir, files, force=force)
         except WriteError as error:
             raise InputError(str(error)) from None
+    # escaped where each piece is placed (dsconfig.convert.output): JSON that parses back to the same strings
     if form == "json":
         text = output.table_json(rows, sources=list(inputs), to=to, files=names)
     else:
-        text = output.table_text(rows, title) + "".join(f"wrote {name}\n" for name in names if not to_stdout)
-    click.echo(escape.lines(text), nl=False, err=to_stdout)
+        text = output.table_text(rows, title) + "".join(escape.line(f"wrote {name}") + "\n" for name in names
+                                                        if not to_stdout)
+    click.echo(text, nl=False, err=to_stdout)
 
 
 def _only(to: str, **given) -> None:
@@ -111,8 +117,9 @@ def _to_fsdp(inputs, version, model, gpus, nodes, output_dir):
         layer_cls = layer_class(model_type)
     settings, launch, rows = mapping.to_fsdp(source, version=version, layer_cls=layer_cls, model=model, gpus=gpus,
                                              nodes=nodes)
+    _check_host(source.doc, launch.main_process_ip)
     files = output.fsdp_files(settings, launch, " + ".join(inputs), _shown(output_dir, output.FSDP_CONFIG))
-    title = f"{' + '.join(inputs)} -> FSDP{settings.version} ({output.FSDP_CONFIG})"
+    title = f"{' + '.join(map(escape.path, inputs))} -> FSDP{settings.version} ({output.FSDP_CONFIG})"
     return files, rows, title, launch.num_processes
 
 
@@ -121,14 +128,40 @@ def _to_deepspeed(inputs, target, micro_batch, output_dir):
     from . import mapping, output, reading
     if len(inputs) != 1 or not reading.is_yaml(inputs[0]):
         raise reading.ConvertError("--to deepspeed takes one Accelerate FSDP YAML (.yaml or .yml)")
-    choice, rows = mapping.to_deepspeed(reading.fsdp_source(inputs[0]))
+    source = reading.fsdp_source(inputs[0])
+    choice, rows = mapping.to_deepspeed(source)
+    _check_host(source.doc, choice.main_process_ip)
     if not target.fills_auto:
         rows.append(mapping.Row("(batch sizes)", f"train_micro_batch_size_per_gpu {micro_batch}", mapping.YOU_DECIDE,
                                 f"{target.who} fills no \"auto\": --micro-batch, accumulation 1, clipping 1.0"))
     files = output.deepspeed_files(choice, target, micro_batch, inputs[0], _shown(output_dir, DS_CONFIG),
                                    _shown(output_dir, ACCELERATE_CONFIG))
-    title = f"{inputs[0]} -> DeepSpeed ZeRO-{choice.stage} ({', '.join(f.name for f in files)})"
+    title = f"{escape.path(inputs[0])} -> DeepSpeed ZeRO-{choice.stage} ({', '.join(f.name for f in files)})"
     return files, rows, title, choice.num_processes
+
+
+def _check_named_dir(output_dir: str, target) -> None:
+    """--to deepspeed for a launcher that reads the Accelerate YAML: it names ds_config.json by its path under
+    --output-dir, and YAML holds no control character (a newline would fold into a space and name another
+    file) and no lone surrogate (a name that is not UTF-8)."""
+    if target.fills_auto and re.search("[\x00-\x08\x0a-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff]", output_dir):
+        raise InputError(f"--output-dir {output_dir!r}: the converted accelerate_config.yaml names ds_config.json by "
+                         "this path, and YAML text cannot hold its control characters or bytes that are not UTF-8")
+
+
+# What a main_process_ip can be: a host name, an IPv4 address, an IPv6 one (brackets, a %zone)
+_HOST = re.compile(r"[A-Za-z0-9._:%\[\]-]+")
+
+
+def _check_host(doc, ip: str | None) -> None:
+    """main_process_ip is carried into the converted YAML: text no host has (a newline, an escape sequence, a
+    quote, `##[`) is the input's problem, said at its line and column, not a converted file that fails
+    dsconfig lint (reported as dsconfig's own bug) or a line `--stdout` prints as a CI command."""
+    from .reading import ConvertError
+    if ip is None or _HOST.fullmatch(ip):
+        return
+    line, column = doc.locate("/main_process_ip")
+    raise ConvertError(f"{doc.path}:{line}:{column}: main_process_ip {ip[:60]!r} is not a host name or IP address")
 
 
 def self_check(files, to: str, target_name: str, world: int) -> list[str]:

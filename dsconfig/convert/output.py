@@ -3,6 +3,11 @@
 FSDP: templates/accelerate/fsdp.yaml through dsconfig.fsdp.settings.accelerate_yaml. DeepSpeed:
 templates/deepspeed/<shape>.json filled as `dsconfig generate` fills them (dsconfig.generate.render)
 and templates/accelerate/deepspeed_config_file.yaml naming it.
+
+The table shows what the input files hold (their names, keys and values): each piece is escaped as it is
+placed (dsconfig.escape), so a key holding a newline stays on its row and nothing printed is a CI command;
+the JSON table is escape.json_text. The header comments of the files escape the names they quote (a
+newline there would end the comment and break the YAML).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 
+from .. import escape
 from ..fsdp.settings import FsdpSettings, accelerate_yaml
 from ..generate import templates
 from ..generate.render import (
@@ -36,7 +42,8 @@ DEEPSPEED_BUCKETS = {"reduce_bucket_size": 500_000_000, "stage3_prefetch_bucket_
 
 
 def _header(source: str, check: str) -> str:
-    return f"# dsconfig convert: from {source}\n# check: {check}\n"
+    """Two comment lines; file names in them are escaped, so each stays one comment line."""
+    return f"# dsconfig convert: from {escape.inline(source)}\n# check: {escape.inline(check)}\n"
 
 
 # -- FSDP ------------------------------------------------------------------------------------------
@@ -115,18 +122,21 @@ def deepspeed_files(choice: ZeroChoice, target: Target, micro_batch: int, source
 # -- the table -------------------------------------------------------------------------------------
 
 def table_text(rows: list[Row], title: str) -> str:
+    """The table for people: each setting's source, target and reason escaped where it is placed."""
     width = max(len(status) for status in STATUSES)
-    lines = [title]
+    lines = [escape.line(title)]
     for row in rows:
-        lines.append(f"  {row.status:<{width}}  {row.source} -> {row.target}")
-        lines.append(f"  {'':<{width}}  {row.reason}")
+        lines.append(f"  {row.status:<{width}}  {escape.inline(row.source)} -> {escape.inline(row.target)}")
+        lines.append(f"  {'':<{width}}  {escape.inline(row.reason)}")
     counts = ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES)
     lines.append(f"{len(rows)} settings: {counts}")
     return "\n".join(lines) + "\n"
 
 
 def table_json(rows: list[Row], *, sources: list[str], to: str, files: list[str]) -> str:
-    return json.dumps({"from": sources, "to": to, "files": files,
-                       "rows": [row._asdict() for row in rows],
-                       "counts": {status: sum(r.status == status for r in rows) for status in STATUSES}},
-                      indent=2) + "\n"
+    """The table for programs: the same strings when parsed, and nothing raw a terminal or CI log acts on."""
+    return escape.json_text(json.dumps({"from": sources, "to": to, "files": files,
+                                        "rows": [row._asdict() for row in rows],
+                                        "counts": {status: sum(r.status == status for r in rows)
+                                                   for status in STATUSES}},
+                                       indent=2, ensure_ascii=False)) + "\n"

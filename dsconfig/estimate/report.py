@@ -1,9 +1,13 @@
-"""Show an Estimate: a readable table, or one JSON object (`--format json`)."""
+"""Show an Estimate: a readable table, or one JSON object (`--format json`).
+
+A model's name may be a file's or a folder's (a config.json), a GPU's name the user's, a note may quote
+either: the table escapes each as it is placed (dsconfig.escape), before a width is measured."""
 
 from __future__ import annotations
 
 import json
 
+from .. import escape
 from .estimator import BREAKDOWN_KEYS, Estimate
 
 GIB = 1 << 30
@@ -26,7 +30,7 @@ def count(n: int) -> str:
 def describe_module(e: Estimate) -> list[str]:
     """The header for a --model-factory model: no layers, heads, vocabulary or sequence length."""
     m, s, p = e.model, e.setup, e.module
-    model = f"{m.name}: {count(p.parameters)} parameters ({p.parameters:,})"
+    model = f"{escape.line(m.name)}: {count(p.parameters)} parameters ({p.parameters:,})"
     if p.frozen:
         model += f", {count(p.trainable)} trainable, {count(p.frozen)} frozen"
     model += f", largest layer {count(p.largest_layer)}"
@@ -44,7 +48,7 @@ def describe_setup(e: Estimate) -> list[str]:
     if e.module is not None:
         return describe_module(e)
     m, s = e.model, e.setup
-    name = m.name or m.family
+    name = escape.line(m.name or m.family)  # a config.json's folder: it starts the line
     model = f"{name}: {count(m.parameters)} parameters ({m.parameters:,}), largest layer {count(m.largest_layer_params)}"
     ckpt = "gradient checkpointing" + (" (inputs on CPU)" if s.cpu_checkpointing else "") \
         if s.gradient_checkpointing else "no checkpointing"
@@ -86,7 +90,7 @@ def table(e: Estimate) -> str:
             rows.append((f"  {name}", gib(value)))
     rows.append(("total", gib(e.per_gpu["total"])))
     if e.hardware.gpu_memory is not None:
-        label = f"GPU memory{f' ({e.hardware.gpu_name})' if e.hardware.gpu_name else ''}"
+        label = f"GPU memory{f' ({escape.inline(e.hardware.gpu_name)})' if e.hardware.gpu_name else ''}"
         rows.append((label, gib(e.hardware.gpu_memory)))
         rows.append((f"  kept free ({e.hardware.headroom:.0%})", gib(e.hardware.gpu_memory - e.hardware.usable_gpu_memory)))
         rows.append(("headroom", gib(e.headroom)))
@@ -106,9 +110,9 @@ def table(e: Estimate) -> str:
         out.append(f"largest micro batch that fits: {e.max_micro_batch}")
     if e.remedies:
         out.append("to fit, any one of:")
-        out += [f"  {remedy}" for remedy in e.remedies]
-    out += [f"error: {error}" for error in e.errors]
-    out += [f"note: {note}" for note in e.notes]
+        out += [f"  {escape.inline(remedy)}" for remedy in e.remedies]
+    out += [f"error: {escape.inline(error)}" for error in e.errors]
+    out += [f"note: {escape.inline(note)}" for note in e.notes]
     return "\n".join(out) + "\n"
 
 

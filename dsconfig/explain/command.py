@@ -2,7 +2,10 @@
 
 Exit codes: 0 the run gets to training as far as dsconfig can tell; 1 something on the way raises
 (Accelerate, the HF Trainer or DeepSpeedConfig) or lint reports an error; 2 a usage error or an input
-that cannot be read (one line naming the file, line and column).
+that cannot be read (one line, `dsconfig: error: ...`, naming the option or the file, line and column;
+click's own errors too), or an internal error (dsconfig's bug: `dsconfig: internal error: ...`).
+
+What is printed comes from files: dsconfig.explain.render and .plan escape it as they place it.
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ import sys
 import click
 
 from .. import escape
+from ..commands.oneline import one_line_errors
 from ..targets import NAMES as TARGET_NAMES
 from ..training.epochs import MAX_DATASET_SIZE
 
 RELEASE_PREFIX = "deepspeed=="
+DIFF = "--diff"
+# click's own usage errors (a bad --target, --world-size 0, an unknown option) as one line too
+_InputError, _OneLineErrors = one_line_errors("dsconfig")
 
 
 def _fail(message: str) -> None:
@@ -29,25 +36,58 @@ def _split_paths(paths) -> tuple[str | None, str | None]:
     for path in paths:
         if path.lower().endswith((".yaml", ".yml")):
             if accelerate_path is not None:
-                raise click.UsageError("give one Accelerate YAML")
+                _fail(f"give one Accelerate YAML, not {accelerate_path} and {path}")
             accelerate_path = path
         else:
             if deepspeed_path is not None:
-                raise click.UsageError("give one DeepSpeed JSON (and, optionally, one Accelerate YAML)")
+                _fail(f"give one DeepSpeed JSON (and, optionally, one Accelerate YAML), not {deepspeed_path} and "
+                      f"{path}")
             deepspeed_path = path
     return deepspeed_path, accelerate_path
+
+
+def _check_training_flags(request, parsed) -> None:
+    """`--set args.KEY=VALUE`: TrainingArguments values, refused as a --training-args file holding them is
+    (a batch size that is no integer, NaN epochs), checked over the file's values when there is one."""
+    from .chain import ARGS_PREFIX
+    flags = {key: value for layer, key, value in parsed if layer == "args"}
+    if not flags:
+        return
+    from ..deepspeed import trainer
+    given = {}
+    if request.training_args_path is not None:
+        try:
+            given = trainer.load_training_args(request.training_args_path)
+        except ValueError:
+            return  # the file's own problem: explain reports it, naming the file
+    errors = trainer.training_args_errors(dict(given, **flags))
+    if errors:
+        _fail(f"--set {', '.join(ARGS_PREFIX + key for key in flags)}: " + "; ".join(errors))
+
+
+def _check_fsdp_flags(result, settings, parsed) -> None:
+    """An FSDP config has no DeepSpeed keys and no TrainingArguments fill: such a --set would do nothing."""
+    if result.facts.get("backend") != "fsdp":
+        return
+    for text, (layer, _, _) in zip(settings, parsed):
+        if layer != "accelerate":
+            _fail(f"--set {text}: {' + '.join(result.facts['files'])} is an FSDP config: only --set "
+                  "accelerate.KEY=VALUE (an `accelerate launch` flag) applies to it")
 
 
 def _release(explicit: str | None, paths, option: str = "--deepspeed-version") -> str:
     from ..deepspeed import pins
     start = next((p for p in paths if p and os.path.exists(p)), None)
     try:
-        return pins.choose(explicit, start).version
+        version = pins.choose(explicit, start).version
     except pins.VersionError as error:
-        _fail(f"{option}: {error}" if explicit else str(error))
+        _fail(f"{option}: {error}" if explicit is not None else str(error))  # "" was given too: name the option
+    if version == "all":  # lint replays every release; explain shows what one receives
+        _fail(f"{option} all is for lint; explain replays one release: give one such as 0.16.9")
+    return version
 
 
-@click.command()
+@click.command(cls=_OneLineErrors)
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
               help="JSON file of TrainingArguments values: replay the HF Trainer's \"auto\" fill.")
@@ -82,35 +122,50 @@ def explain(paths, training_args, target, world_size, gpus, nodes, model, datase
     """Show the config DeepSpeed finally receives: every key, defaults included, and where each value came
     from (the JSON, the Accelerate YAML, TrainingArguments, a --set flag, Accelerate's or the Trainer's
     fill, or DeepSpeed's default). Values another source overrode are shown struck through."""
-    from .chain import ExplainError, Request, explain as run
+    from ..engine import UsageError as ReadError
+    from ..files import FileError
     from . import render
+    from .chain import ExplainError, Request, _parse_settings
+    from .chain import explain as run
 
     if not paths:
-        raise click.UsageError("give a ds_config.json, an Accelerate YAML, or both")
+        _fail("give a ds_config.json, an Accelerate YAML, or both")
+    from .. import boundary
+    boundary.admit([*paths, training_args, model, None if other is None or other.startswith(RELEASE_PREFIX)
+                    else other])
     deepspeed_path, accelerate_path = _split_paths(paths)
     world_source = "--world-size"
     if gpus is not None or nodes is not None:
         if world_size is not None:
-            raise click.UsageError("give either --world-size or --gpus/--nodes, not both")
+            _fail("give either --world-size or --gpus/--nodes, not both")
         if gpus is None:
-            raise click.UsageError("--nodes needs --gpus (GPUs per node)")
+            _fail("--nodes needs --gpus (GPUs per node)")
         world_size, world_source = gpus * (nodes or 1), f"--gpus {gpus} × --nodes {nodes or 1}"
     version = _release(deepspeed_version, paths)
     request = Request(deepspeed_path, accelerate_path, training_args, target, world_size, world_source, model,
                       dataset_size, tuple(settings), version)
+    # Usage problems are one line (exit 2): what explain refuses (ExplainError), a file a reader cannot or may
+    # not open (engine.UsageError, files.FileError). Anything else reaches dsconfig.cli.run as what it is, an
+    # internal error.
+    compared = None
     try:
+        parsed = _parse_settings(request.settings)
+        _check_training_flags(request, parsed)
         result = run(request)
-        compared = None
-        if other is not None:
+        _check_fsdp_flags(result, request.settings, parsed)
+    except (ExplainError, ReadError, FileError) as error:
+        _fail(str(error))
+    if other is not None:
+        try:
             compared = run(_other_request(request, other))
-    except ExplainError as error:
-        _fail(escape.characters(str(error)))
+        except (ExplainError, ReadError, FileError) as error:
+            message = str(error)  # about OTHER ("OTHER:3:4: ..."), or about the inputs under another release
+            _fail(f"{DIFF} {message}" if message.startswith(other) else f"{DIFF} {other}: {message}")
     use_color = color == "always" or (color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     if compared is not None and compared.facts["backend"] != result.facts["backend"]:
         from . import plan
         if output_format == "json":
-            import json
-            text = json.dumps(plan.plan_dict(result, compared), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+            text = plan.plan_json(result, compared)
         else:
             text = plan.plan_text(result, compared, _name(request, result), _name(_other_request(request, other),
                                                                                       compared))
@@ -118,8 +173,7 @@ def explain(paths, training_args, target, world_size, gpus, nodes, model, datase
         sys.exit(1 if any(differs for *_, differs in plan.plan_rows(result, compared)) else 0)
     if compared is not None:
         if output_format == "json":
-            import json
-            text = json.dumps(render.diff_dict(result, compared), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+            text = render.diff_json(result, compared)
         else:
             text = render.diff_text(result, compared, _name(request, result),
                                     _name(_other_request(request, other), compared), use_color)
@@ -140,6 +194,8 @@ def explain(paths, training_args, target, world_size, gpus, nodes, model, datase
 def _other_request(request, other: str):
     """--diff OTHER: a release (deepspeed==X.Y.Z), or a file replacing the input of its kind."""
     if other.startswith(RELEASE_PREFIX):
+        if other[len(RELEASE_PREFIX):].strip().lower() in ("", "all"):  # no release after it, or every release
+            _fail(f"--diff {other}: give a release such as {RELEASE_PREFIX}0.16.9")
         version = _release(other[len(RELEASE_PREFIX):], (), "--diff")
         return request._replace(deepspeed_version=version)
     if other.lower().endswith((".yaml", ".yml")):
@@ -153,13 +209,15 @@ def _other_request(request, other: str):
 
 def _is_fsdp(path: str) -> bool:
     """Whether an Accelerate YAML launches FSDP (unreadable: no; explain then reports it as it is)."""
+    from .. import engine
     try:
-        import yaml
-        with open(path, encoding="utf-8") as handle:
-            value = yaml.safe_load(handle)
-    except (OSError, ValueError, yaml.YAMLError):
+        doc, _ = engine.read_document(path, engine.Options())
+    except Exception:  # noqa: BLE001 - explain reads it again and reports what is wrong with it
         return False
-    return isinstance(value, dict) and value.get("distributed_type") == "FSDP"
+    if doc is None or doc.format != "yaml":
+        return False
+    loaded, value = doc.reading("yaml")
+    return loaded and isinstance(value, dict) and value.get("distributed_type") == "FSDP"
 
 
 def _name(request, result) -> str:

@@ -4,12 +4,17 @@ The two backends name nothing alike (`zero_optimization.stage: 3` is `FULL_SHARD
 is `cpu_offload`), so `dsconfig explain ds_config.json --diff fsdp.yaml` compares what each one does:
 what is sharded, what is offloaded, the mixed precision, whether a save writes full weights, and the
 batch settings where the config holds them. Each value keeps the source of the setting it comes from.
+
+The plan holds what the files hold (a device, a stage written as text, a file name in a source): the text
+escapes each value and source as it is placed (dsconfig.escape), the JSON is written by render.dumps.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+from .. import escape
 from .chain import Explanation
 from .render import source_text
 
@@ -114,31 +119,44 @@ def plan_rows(left: Explanation, right: Explanation) -> list[tuple[str, Item, It
 
 
 def _shown(value) -> str:
+    """A plan value in the text: a word, or what the config holds there, escaped."""
     if value is None:
         return "-"
     if value is True or value is False:
         return "yes" if value else "no"
-    return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        from .render import _number_text
+        return _number_text(value)  # as the table and the JSON write it
+    if isinstance(value, (dict, list)):
+        from ..values import brief
+        return escape.inline(brief(value, 60))
+    return escape.inline(str(value))
 
 
 def plan_text(left: Explanation, right: Explanation, left_name: str, right_name: str) -> str:
     from .render import heading
     rows = plan_rows(left, right)
     width = max(len(name) for name, *_ in rows)
-    lines = [f"--- {left_name}: {heading(left)}", f"+++ {right_name}: {heading(right)}", "",
-             "The two configs use different backends; compared by what they do:", ""]
+    lines = [escape.line(f"--- {left_name}: {heading(left)}"), escape.line(f"+++ {right_name}: {heading(right)}"),
+             "", "The two configs use different backends; compared by what they do:", ""]
     for name, a, b, differs in rows:
         mark = "≠" if differs else " "
-        lines.append(f"{mark} {name:<{width}}  - {_shown(a.value):<14} {a.source}".rstrip())
-        lines.append(f"  {'':<{width}}  + {_shown(b.value):<14} {b.source}".rstrip())
+        lines.append(f"{mark} {name:<{width}}  - {_shown(a.value):<14} {escape.inline(a.source)}".rstrip())
+        lines.append(f"  {'':<{width}}  + {_shown(b.value):<14} {escape.inline(b.source)}".rstrip())
     count = sum(1 for *_, differs in rows if differs)
     lines += ["", f"{count} of {len(rows)} differ."]
     return "\n".join(lines) + "\n"
 
 
 def plan_dict(left: Explanation, right: Explanation) -> dict:
-    from .render import as_dict
+    from .render import _plain, as_dict
     return {"left": as_dict(left), "right": as_dict(right),
-            "plan": [{"what": name, "left": a.value, "left_source": a.source, "right": b.value,
+            "plan": [{"what": name, "left": _plain(a.value), "left_source": a.source, "right": _plain(b.value),
                       "right_source": b.source, "differs": differs}
                      for name, a, b, differs in plan_rows(left, right)]}
+
+
+def plan_json(left: Explanation, right: Explanation) -> str:
+    """`--format json`: JSON-safe values (a NaN clipping as "NaN"), escaped as render.dumps writes it."""
+    from .render import dumps
+    return dumps(plan_dict(left, right))

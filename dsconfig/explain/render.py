@@ -5,6 +5,10 @@ that key and lost, struck through (SGR 9 on a colour terminal, `~~value~~` other
 JSON: {"context", "config", "received", "sources", "unresolved", "ignored", "failed", "findings"}; numbers
 JSON cannot hold (Accelerate's infinite steps_per_print) are written as the strings "Infinity",
 "-Infinity" and "NaN".
+
+Everything shown comes from files and the command line: the text formats escape each piece as it is
+placed (dsconfig.escape: a key may start a row, so keys get `escape.line`; values, sources, file names
+and messages `escape.inline`), before any width is measured; the JSON is `escape.json_text`.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 
+from .. import escape
 from ..pointers import dotted
 from ..values import brief
 from .chain import Explanation, leaves, same
@@ -21,10 +26,25 @@ KEY_WIDTH = 60
 VALUE_WIDTH = 24
 
 
+def _number_text(value) -> str:
+    return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
+
+
 def _value_text(value) -> str:
+    """A value as a row shows it: its JSON text (cut), escaped."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "Infinity" if value > 0 else "-Infinity" if value < 0 else "NaN"
-    return brief(value, 60)
+        return _number_text(value)
+    return escape.inline(brief(value, 60))
+
+
+def _key_text(pointer: str) -> str:
+    """A key as a row shows it: dotted and escaped; it may start a line, so it is never a CI command."""
+    return escape.line(dotted(pointer))
+
+
+def _shown(text: str) -> str:
+    """A source, a note, a file name inside a line: escaped."""
+    return escape.inline(text)
 
 
 def origin_text(origin: Origin) -> str:
@@ -77,7 +97,7 @@ def heading(result: Explanation) -> str:
 
 def text(result: Explanation, color: bool = False, defaults: bool = True) -> str:
     style = _Style(color)
-    lines = [style.bold(heading(result)), ""]
+    lines = [style.bold(escape.line(heading(result))), ""]
     visible, hidden = [], 0
     for pointer, value in leaves(result.config):
         entry = result.sources.get(pointer)
@@ -87,33 +107,35 @@ def text(result: Explanation, color: bool = False, defaults: bool = True) -> str
             hidden += 1
         else:
             visible.append((pointer, value, overridden, is_default))
-    width = min(KEY_WIDTH, max((len(dotted(row[0])) for row in visible), default=0))
+    # escaped before the widths are measured: a key holding a newline is one row, `\n` counted as two
+    width = min(KEY_WIDTH, max((len(_key_text(row[0])) for row in visible), default=0))
     value_width = min(VALUE_WIDTH, max((len(_value_text(row[1])) for row in visible), default=0))
     for pointer, value, overridden, is_default in visible:
-        shown = f"{dotted(pointer):<{width}} = {_value_text(value):<{value_width}}"
-        row = f"{shown}  {source_text(result, pointer)}".rstrip()
+        shown = f"{_key_text(pointer):<{width}} = {_value_text(value):<{value_width}}"
+        row = f"{shown}  {_shown(source_text(result, pointer))}".rstrip()
         lines.append(style.dim(row) if is_default else row)
         for lost in overridden:
-            lines.append(" " * 4 + f"{style.struck(_value_text(lost.value))} {origin_text(lost.origin)}"
-                         + (f": {lost.note}" if lost.note else ""))
+            lines.append(" " * 4 + f"{style.struck(_value_text(lost.value))} {_shown(origin_text(lost.origin))}"
+                         + (f": {_shown(lost.note)}" if lost.note else ""))
     if hidden:
         lines.append(f"({hidden} keys at DeepSpeed's defaults not shown; drop --no-defaults to see them)")
     if result.ignored:
         lines += ["", "Written but never read by DeepSpeed:"]
-        lines += [f"  {dotted(p)} = {_value_text(e.value)}   {origin_text(e.origin)}"
+        lines += [f"  {_key_text(p)} = {_value_text(e.value)}   {_shown(origin_text(e.origin))}"
                   for p, e in result.ignored.items()]
     if result.failed:
         lines += ["", "The run stops before training:"]
-        lines += [f"  {line}" for line in result.failed]
+        lines += [escape.line(f"  {line}") for line in result.failed]
     return "\n".join(lines) + "\n"
 
 
 def _plain(value):
-    """JSON-safe: non-finite floats as strings."""
+    """JSON-safe: non-finite floats as strings (a YAML key too: `.nan: 1`)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return _value_text(value)
+        return _number_text(value)
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {_number_text(key) if isinstance(key, float) and not math.isfinite(key) else key: _plain(item)
+                for key, item in value.items()}
     if isinstance(value, list):
         return [_plain(item) for item in value]
     return value
@@ -137,7 +159,7 @@ def as_dict(result: Explanation) -> dict:
             item["overridden"] = [dict(_origin_dict(e), value=_plain(e.value), note=e.note) for e in lost]
         sources[pointer] = item
     return {
-        "context": result.facts,
+        "context": _plain(result.facts),
         "config": _plain(result.config),
         # the dict handed to deepspeed.initialize (the Trainer's or Accelerate's), before DeepSpeedConfig's defaults
         "received": _plain(result.stages.get("final")),
@@ -149,8 +171,14 @@ def as_dict(result: Explanation) -> dict:
     }
 
 
+def dumps(value) -> str:
+    """JSON for `--format json`: what a file holds comes back as the same strings when parsed, and no raw
+    control character, bidi override, lone surrogate or CI command is written (escape.json_text)."""
+    return escape.json_text(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+
+
 def as_json(result: Explanation) -> str:
-    return json.dumps(as_dict(result), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return dumps(as_dict(result))
 
 
 # -- two explanations side by side ---------------------------------------------------------------------
@@ -173,21 +201,23 @@ ABSENT = type("Absent", (), {"__repr__": lambda self: "(absent)"})()
 def diff_text(left: Explanation, right: Explanation, left_name: str, right_name: str, color: bool = False) -> str:
     style = _Style(color)
     rows = differences(left, right)
-    lines = [style.bold(f"--- {left_name}: {heading(left)}"), style.bold(f"+++ {right_name}: {heading(right)}"), ""]
+    lines = [style.bold(escape.line(f"--- {left_name}: {heading(left)}")),
+             style.bold(escape.line(f"+++ {right_name}: {heading(right)}")), ""]
     if not rows:
         lines.append("The two effective configs are the same.")
     both = [row for row in rows if ABSENT not in (row[1], row[2])]
     for pointer, x, y in both:
-        lines.append(f"{dotted(pointer)}")
+        lines.append(_key_text(pointer))
         for sign, value, result in (("-", x, left), ("+", y, right)):
-            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {source_text(result, pointer)}".rstrip())
+            source = _shown(source_text(result, pointer))
+            lines.append(f"  {sign} {_value_text(value):<{VALUE_WIDTH}} {source}".rstrip())
     # A key only one side has (a release's new setting, a section only one file writes): one line each.
     for sign, name, side, index in (("-", left_name, left, 1), ("+", right_name, right, 2)):
         only = [row for row in rows if row[3 - index] is ABSENT]
         if only:
-            lines += ["", f"Only in {name}:"]
-            lines += [f"  {sign} {dotted(row[0])} = {_value_text(row[index])}   {source_text(side, row[0])}".rstrip()
-                      for row in only]
+            lines += ["", escape.line(f"Only in {name}:")]
+            lines += [f"  {sign} {_key_text(row[0])} = {_value_text(row[index])}   {_shown(source_text(side, row[0]))}"
+                      .rstrip() for row in only]
     if rows:
         lines += ["", f"{len(rows)} key{'' if len(rows) == 1 else 's'} differ"
                   + (f" ({len(both)} in both)." if len(both) != len(rows) else ".")]
@@ -202,3 +232,7 @@ def diff_dict(left: Explanation, right: Explanation) -> dict:
                      "left": None if x is ABSENT else _plain(x), "left_present": x is not ABSENT,
                      "right": None if y is ABSENT else _plain(y), "right_present": y is not ABSENT})
     return {"left": as_dict(left), "right": as_dict(right), "differences": rows}
+
+
+def diff_json(left: Explanation, right: Explanation) -> str:
+    return dumps(diff_dict(left, right))

@@ -15,6 +15,7 @@ without --force. 1 and 2 print one line on stderr (`dsconfig generate: ...`) and
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import replace
 
@@ -107,7 +108,9 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     largest micro batch that splits the global batch exactly; prints the plan with the per-GPU memory
     and the launch command.
     """
+    from .. import boundary
     from . import planner, render, show
+    boundary.admit([model_name])
 
     _check_text(("--output-dir", output_dir), ("--script", script), ("--nvme-path", nvme_path))
     memory, name, bf16 = _hardware(gpu_name, gpu_mem)
@@ -151,6 +154,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
     if warning:
         result.notes.insert(0, warning)
     paths = _paths(output_dir, script)
+    _check_paths(output_dir, paths)
     if fsdp:
         from . import fsdp_render
         result.notes += fsdp_render.notes(result)
@@ -168,7 +172,7 @@ def generate(gpus, nodes, gpu_mem, gpu_name, cpu_mem, model_name, params, layers
         for file in files:
             if len(files) > 1:
                 click.echo(f"==> {file.name} <==")
-            click.echo(file.text, nl=False)
+            click.echo(escape.lines(file.text), nl=False)  # the file as written (self_check: nothing to escape)
         if warning:
             click.echo(escape.line(f"{PROG}: {warning}"), err=True)
         return
@@ -206,14 +210,45 @@ def _release(explicit: str | None, output_dir: str):
         raise InputError(str(error)) from None
 
 
+# What no path named in a generated file may hold: what dsconfig.escape escapes (control characters, bidi
+# overrides and isolates, line separators), and U+FFFE/U+FFFF, which YAML cannot hold at all.
+_UNSAFE_PATH = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffe\uffff]")
+_CI_COMMAND = re.compile(r"(?i)##(?:vso)?\[")
+
+
 def _check_text(*options) -> None:
-    """The generated files and commands name these paths in UTF-8 text: a name whose bytes are not
-    UTF-8 (Python gives b"\\xff" as "\\udcff") cannot be written there."""
+    """The generated files and commands name these paths in UTF-8 text, each on its line: a name whose
+    bytes are not UTF-8 (Python gives b"\\xff" as "\\udcff") cannot be written there, and one holding a
+    control character (a newline ends a YAML comment or value, an escape sequence reaches the terminal
+    of whoever prints the file) or a CI command (`##[`, `##vso[`) is refused: a usage error, never a
+    generated file that fails dsconfig lint or a `--stdout` line a CI runner acts on."""
     for option, value in options:
-        try:
-            (value or "").encode("utf-8")
-        except UnicodeEncodeError:
-            raise InputError(f"{option} {value!r} is not UTF-8 text, which the generated files are") from None
+        problem = _path_problem(value or "")
+        if problem:
+            raise InputError(f"{option} {value!r} {problem}")
+
+
+def _path_problem(value: str) -> str | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not UTF-8 text, which the generated files are"
+    unsafe = _UNSAFE_PATH.search(value)
+    if unsafe:
+        return f"holds {unsafe.group()!r}, a control or non-printing character the generated files cannot carry"
+    command = _CI_COMMAND.search(value)
+    if command:
+        return f"holds {command.group()!r}, which a CI log runs as a command: the generated files cannot carry it"
+    return None
+
+
+def _check_paths(output_dir: str, paths) -> None:
+    """The same for the files as the launch names them: under --output-dir, made absolute when it is
+    outside the current folder (so the names of the folders above it are in them then)."""
+    folder = os.path.dirname(paths.ds_config)
+    problem = _path_problem(folder)
+    if problem:
+        raise InputError(f"--output-dir {output_dir!r}: the generated files name it {folder!r}, and that {problem}")
 
 
 def _hardware(gpu_name: str | None, gpu_mem: str | None) -> tuple[int, str | None, bool | None]:
@@ -298,7 +333,9 @@ def self_check(plan, files) -> list[str]:
     """Lint what was generated, as `dsconfig lint` would (target, world size, the Trainer's arguments).
 
     Returns "file: CODE message" for every error; warnings and infos are left to the tests (which
-    require none but the documented infos). A non-empty result is a dsconfig bug.
+    require none but the documented infos). A non-empty result is a dsconfig bug. Every file is also
+    safe to print as it is (`--stdout`): no line holds what dsconfig.escape would change (a control
+    character, a bidi override, a CI command), as the inputs that reach them are checked or escaped.
     """
     from .. import engine, targets
     from .render import ACCELERATE_CONFIG, DS_CONFIG, trainer_arguments
@@ -311,6 +348,9 @@ def self_check(plan, files) -> list[str]:
                              deepspeed_version=request.deepspeed_version)
     problems = []
     for file in files:
+        unsafe = [number for number, line in enumerate(file.text.split("\n"), 1) if escape.line(line) != line]
+        if unsafe:
+            problems.append(f"{file.name} holds a control character or a CI command on line {unsafe[0]}")
         if file.name not in (DS_CONFIG, ACCELERATE_CONFIG):
             continue
         for finding in engine.lint_document(engine.open_document(file.text, file.name, options), options):

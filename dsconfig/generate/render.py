@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .. import escape
 from ..targets import ACCELERATE, BY_NAME, DEEPSPEED, HF_TRAINER, LIGHTNING, Target
 from . import templates
 from .planner import ADAM_FAMILY, Plan, nvme_param_buffer
@@ -374,11 +375,26 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
+def comment_text(text: str) -> str:
+    """`text` as part of one comment line of a generated file: escape.inline (no control character, bidi
+    override or `##[`), and every other character str.isprintable refuses (U+FFFF, which YAML cannot hold;
+    U+FEFF, U+200B, U+00A0) written as its escape too. A model's name is its config.json's folder, which
+    may hold anything: raw, a newline would end the comment (the YAML would not parse) and `--stdout`
+    would print the rest as a line of its own."""
+    text = escape.inline(text)
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else
+                   f"\\x{ord(char):02x}" if ord(char) < 0x100 else
+                   f"\\u{ord(char):04x}" if ord(char) < 0x10000 else f"\\U{ord(char):08x}" for char in text)
+
+
 def summary_lines(plan: Plan) -> list[str]:
     """Two lines recording the plan in the generated files (JSON cannot carry comments: the YAML and
-    the SLURM script do): what was chosen, and the batch arithmetic to re-check with dsconfig lint."""
+    the SLURM script do): what was chosen, and the batch arithmetic to re-check with dsconfig lint.
+    Each is one safe comment line (comment_text: the model's name may be any folder's)."""
     request = plan.request
-    model = request.model.name or f"{request.model.parameters:,} parameters"
+    model = comment_text(request.model.name) if request.model.name else f"{request.model.parameters:,} parameters"
     head = (f"dsconfig generate: {plan.shape.label} for {model} on {_count(request.nodes, 'node')} x "
             f"{_count(request.gpus, 'GPU')} (world size {request.world_size}), {plan.precision}, "
             f"target {request.target}")

@@ -1,8 +1,12 @@
 """The plan as the terminal shows it: the choices with their reasons, the per-GPU memory as a bar
-chart against the GPU size, what the script must set, and the launch command."""
+chart against the GPU size, what the script must set, and the launch command.
+
+A model's name may be a config.json's folder, a GPU's name the user's, and notes quote them: each is
+escaped where it is placed (dsconfig.escape), so one stays on its line and none is a CI command."""
 
 from __future__ import annotations
 
+from .. import escape
 from .planner import DEFAULT_MODEL, Plan
 from .render import Paths
 
@@ -40,14 +44,14 @@ def bar(value: int, total: int, unicode: bool = True) -> str:
 def header(plan: Plan) -> list[str]:
     r = plan.request
     m = r.model
-    name = m.name or "model"
+    name = escape.inline(m.name or "model")
     model = f"{name}, {count(m.parameters)} parameters"
     if r.module is not None and r.module.frozen:
         model += f" ({count(r.module.trainable)} trainable, {count(r.module.frozen)} frozen)"
     if r.default_model:
         model += f" (no --model or --params given: sized for the default, {DEFAULT_MODEL})"
     # the memory the plan uses, in GiB as nvidia-smi counts it, and where it comes from
-    gpu = f"{gib(r.gpu_memory)}{' (' + r.gpu_name + ')' if r.gpu_name else ''}"
+    gpu = f"{gib(r.gpu_memory)}{' (' + escape.inline(r.gpu_name) + ')' if r.gpu_name else ''}"
     world = f"{r.nodes} node{'s' if r.nodes > 1 else ''} × {r.gpus} GPU{'s' if r.gpus > 1 else ''} of {gpu}"
     seq = "image input" if m.family == "vit" else f"seq {r.seq_len}"
     if r.module is not None:
@@ -71,7 +75,7 @@ def choices(plan: Plan) -> list[str]:
         rows.append(("", f"give the Trainer --per_device_train_batch_size {plan.micro_batch} "
                          f"--gradient_accumulation_steps {plan.accumulation}"
                          + (' (ds_config.json says "auto")' if plan.shape.fsdp is None else "")))
-    return ["plan"] + [f"  {label:<14}{text}" for label, text in rows]
+    return ["plan"] + [f"  {label:<14}{escape.inline(text)}" for label, text in rows]
 
 
 def memory_chart(plan: Plan, unicode: bool = True) -> list[str]:
@@ -105,14 +109,14 @@ def text(plan: Plan, paths: Paths, written: list[str] | None, unicode: bool = Tr
     lines = header(plan) + [""] + choices(plan) + [""] + memory_chart(plan, unicode)
     notes = list(plan.notes) + [n for n in plan.estimate.notes if n not in plan.notes]
     if notes:
-        lines += ["", "notes"] + [f"  - {note}" for note in notes]
+        lines += ["", "notes"] + [f"  - {escape.inline(note)}" for note in notes]
     settings = script_settings(plan, paths)
     if settings:
-        lines += ["", "the training script sets"] + [f"  {s}" for s in settings]
+        lines += ["", "the training script sets"] + [f"  {escape.inline(s)}" for s in settings]
     if written is not None:
-        lines += ["", "wrote " + ", ".join(written)]
-    lines += ["", "check", f"  {lint_command(plan, paths)}"]
+        lines += ["", "wrote " + ", ".join(escape.inline(name) for name in written)]
+    lines += ["", "check", f"  {escape.inline(lint_command(plan, paths))}"]
     lines += ["", "launch"]
-    for command in launch_commands(plan, paths):
-        lines += [f"  # {command.label}", f"  {command.text}"]
+    for command in launch_commands(plan, paths):  # paths under --output-dir, which may hold anything
+        lines += [f"  # {escape.inline(command.label)}", f"  {escape.inline(command.text)}"]
     return "\n".join(lines) + "\n"

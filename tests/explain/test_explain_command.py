@@ -168,12 +168,39 @@ def test_diff_against_another_file_in_json(tmp_path):
     ([PLAIN, "--world-size", "2", "--gpus", "2"], "give either --world-size or --gpus/--nodes"),
     ([], "give a ds_config.json, an Accelerate YAML, or both"),
     ([PLAIN, "--diff", "deepspeed==1.0"], "--diff: \"1.0\" is not a DeepSpeed version"),
+    # --diff deepspeed== with no release after it (or every release: explain replays one) names --diff
+    ([PLAIN, "--diff", "deepspeed=="], "--diff deepspeed==: give a release such as deepspeed==0.16.9"),
+    ([PLAIN, "--diff", "deepspeed== "], "--diff deepspeed== : give a release such as deepspeed==0.16.9"),
+    ([PLAIN, "--diff", "deepspeed==all"], "--diff deepspeed==all: give a release such as deepspeed==0.16.9"),
+    ([PLAIN, "--deepspeed-version", ""], "--deepspeed-version: \"\" is not a DeepSpeed version"),
+    ([PLAIN, "--deepspeed-version", "all"], "--deepspeed-version all is for lint; explain replays one release"),
+    # --set through a value that is not an object: refused, not silently replaced by an object
+    ([PLAIN, "--set", "train_micro_batch_size_per_gpu.x=1"],
+     "--set train_micro_batch_size_per_gpu.x=1: train_micro_batch_size_per_gpu is 8, not an object"),
+    ([PLAIN, "--set", "zero_optimization.stage.offload=true"],
+     "--set zero_optimization.stage.offload=true: zero_optimization.stage is 2, not an object"),
+    ([PLAIN, "--set", "zero_optimization=3", "--set", "zero_optimization.stage=2"],
+     "--set zero_optimization.stage=2: zero_optimization is 3, not an object"),
+    # accelerate launch flags and TrainingArguments fields are names: a dotted one would do nothing
+    ([YAML_FILE, "--set", "accelerate.zero_stage.x=1"],
+     "--set accelerate.zero_stage.x=1: an `accelerate launch` flag is one name"),
+    ([PLAIN, "--set", "args.lr_scheduler_kwargs.power=2"],
+     "--set args.lr_scheduler_kwargs.power=2: a TrainingArguments field is one name"),
     ([PLAIN, "--dataset-size", "1" + "0" * 20], "--dataset-size"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, says):
     code, output = run(*argv)
     assert code == 2
     assert says in output
+
+
+def test_set_through_a_missing_or_null_key_makes_the_object(tmp_path):
+    """Only a value on the way is refused: a key that is absent or null is made an object, as before."""
+    config = tmp_path / "ds_config.json"
+    config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 8, "zero_optimization": None}))
+    code, data = as_json(str(config), "--set", "zero_optimization.stage=2", "--set", "fp16.enabled=true")
+    assert code in (0, 1)
+    assert data["received"]["zero_optimization"]["stage"] == 2 and data["received"]["fp16"]["enabled"] is True
 
 
 def test_a_broken_file_names_its_line_and_column(tmp_path):

@@ -129,6 +129,13 @@ def test_multi_node_files_and_launch_commands(tmp_path):
     # a name whose bytes are not UTF-8 (b"\xff" comes as "\udcff"): the generated files are UTF-8 text
     (["--gpu-mem", "80GB", "--output-dir", os.fsdecode(b"g\xffen")], "--output-dir 'g\\udcffen' is not UTF-8 text"),
     (["--gpu-mem", "80GB", "--script", os.fsdecode(b"tr\xffain.py")], "--script 'tr\\udcffain.py' is not UTF-8"),
+    # a control character or a CI command: the generated files name these paths, each on its line
+    (["--gpu-mem", "80GB", "--output-dir", "out\x1bdir"], "--output-dir 'out\\x1bdir' holds '\\x1b', a control"),
+    (["--gpu-mem", "80GB", "--output-dir", "out\n::x"], "--output-dir 'out\\n::x' holds '\\n', a control"),
+    (["--gpu-mem", "80GB", "--output-dir", "o##[x"], "--output-dir 'o#\\x23[x' holds '#\\x23[', which a CI log runs"),
+    (["--gpu-mem", "80GB", "--script", "t\u202e.py"], "--script 't\\u202e.py' holds '\\u202e', a control"),
+    (["--gpu-mem", "80GB", "--template", "zero3_nvme", "--nvme-path", "/nvme##vso[x"],
+     "--nvme-path '/nvme#\\x23vso[x' holds '#\\x23vso[', which a CI log runs as a command"),
 ])
 def test_errors_are_one_line_exit_2_and_write_nothing(tmp_path, args, message):
     result = run(*args, cwd=tmp_path)
@@ -196,6 +203,32 @@ def test_self_check_failure_is_an_internal_error_and_writes_nothing(tmp_path, mo
     assert result.stderr.startswith("dsconfig generate: error: internal error: the generated ds_config.json fails "
                                     "dsconfig lint: DS201")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_generated_file_that_is_unsafe_to_print_is_an_internal_error(tmp_path, monkeypatch):
+    """Every generated file prints as it is (--stdout): one holding a control character or a CI command is a
+    dsconfig bug, caught by the self-check before anything is written or printed."""
+    real = render.files
+
+    def broken(plan, paths=render.Paths()):
+        files = real(plan, paths)
+        return [*files[:-1], render.File(files[-1].name, files[-1].text + "# \x1b]0;title\x07\n")]
+
+    monkeypatch.setattr(render, "files", broken)
+    for extra in ([], ["--stdout"]):
+        result = run("--gpu-mem", "80GB", "--model", "gpt2", "--nodes", "2", *extra, cwd=tmp_path)
+        assert result.exit_code == 2 and not result.stdout
+        assert result.stderr.startswith("dsconfig generate: error: internal error: the generated slurm.sbatch holds a "
+                                        "control character or a CI command on line "), result.stderr
+        assert os.listdir(tmp_path) == []
+
+
+def test_comment_text_is_one_printable_line():
+    assert render.comment_text("llama-3.1-8b") == "llama-3.1-8b"
+    assert render.comment_text("m\n::warning::x\x1b]0;t\x07") == "m\\n::warning::x\\x1b]0;t\\x07"
+    assert render.comment_text("m##[add-mask]x\u202e") == "m#\\x23[add-mask]x\\u202e"
+    assert render.comment_text("m\uffff\ufeff\xa0\U000e0001") == "m\\uffff\\ufeff\\xa0\\U000e0001"
+    assert render.comment_text("modèle-日本") == "modèle-日本"  # printable text stays as it is
 
 
 def test_module_entry_point_and_no_heavy_imports(tmp_path):
@@ -298,3 +331,25 @@ def test_the_hf_trainer_plan_names_the_batch_arguments_its_auto_file_needs(tmp_p
     deepspeed = run("--gpus", "2", "--gpu-mem", "96GB", "--model", "llama-3.1-8b", "--global-batch", "64",
                     "--target", "deepspeed", "--stdout", cwd=tmp_path)
     assert "give the Trainer" not in deepspeed.stderr  # the numbers are in the file
+
+
+@pytest.mark.parametrize("changes, key, says", [
+    ({"num_key_value_heads": 64}, "num_key_value_heads", "num_key_value_heads 64 is more than num_attention_heads 32"),
+    ({"num_key_value_heads": 5}, "num_key_value_heads", "num_attention_heads 32 is not divisible by num_key_value_heads 5"),
+    ({"hidden_size": -4096}, "hidden_size", "hidden_size must be a positive integer, not -4096"),
+    ({"vocab_size": 0}, "vocab_size", "vocab_size must be a positive integer, not 0"),
+    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 9}, "num_experts_per_tok",
+     "num_experts_per_tok 9 is more than num_local_experts 8"),
+])
+def test_a_model_config_no_model_can_be_built_from_plans_nothing(tmp_path, changes, key, says):
+    """It used to be planned as if fine (64 K/V heads made the K/V projections twice the Q one)."""
+    from dsconfig.estimate import catalog
+    values = {**catalog.CATALOG["llama-2-7b"].config, **changes}
+    text = json.dumps(values, indent=2)
+    (tmp_path / "config.json").write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith(f'  "{key}":'))
+    result = run("--gpu-mem", "80GB", "--model", "config.json", cwd=tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dsconfig generate: error: --model: config.json:{line}:3: {says}"), result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert os.listdir(tmp_path) == ["config.json"]  # nothing written
