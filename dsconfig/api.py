@@ -68,14 +68,24 @@ def check(config, world_size=None, target=None, training_args=None, *, raise_on_
     raise_on_error: raise ConfigError when any finding is an error.
     deepspeed_version, dataset_size, model: as `--deepspeed-version`, `--dataset-size`, `--model`.
     """
+    from . import boundary
+
+    # What the check may read: the paths given here, as `dsconfig lint` reads those on its command line.
+    named = [os.fspath(value) for value in (config, training_args, model) if isinstance(value, (str, os.PathLike))]
+    with boundary.scope(boundary.Boundary.named_paths([p for p in named if isinstance(p, str)])):
+        return _check(config, world_size, target, training_args, raise_on_error, deepspeed_version, dataset_size,
+                      model)
+
+
+def _check(config, world_size, target, training_args, raise_on_error, deepspeed_version, dataset_size, model):
     from . import engine
 
     options = engine.Options(target=_target(target), world_sizes=_world_sizes(world_size),
                              training_args=_training_args(training_args), dataset_size=_dataset_size(dataset_size),
                              model=_model(model))
     if isinstance(config, dict):
-        path, options = DICT_NAME, options._replace(kind="deepspeed", sources={os.path.realpath(DICT_NAME):
-                                                                               _dict_bytes(config)})
+        path, options = DICT_NAME, options._replace(kind="deepspeed", python_dict=True, sources={
+            os.path.realpath(DICT_NAME): _dict_bytes(config)})
     else:
         path = _path(config, "config")
     options = options._replace(deepspeed_version=_release(deepspeed_version, None if path == DICT_NAME else path))
@@ -110,7 +120,9 @@ def _lint(path: str, options) -> list:
                            "this with the config)") from None
     if collection.missing:  # "PATH: no such file or directory" (or a dangling link, a loop of links)
         raise FileNotFoundError(collection.missing[0])
-    return apply(collection.problems + result.findings, set(collection.files) | set(result.documents), Settings())
+    if result.crashed:
+        raise RuntimeError(f"dsconfig internal error: {result.crashed[0]} (please report this with the config)")
+    return apply(collection.problems + result.findings, set(collection.files) | set(result.linted), Settings())
 
 
 # -- arguments -> engine options ------------------------------------------------------------------------
@@ -122,9 +134,17 @@ def _path(value, name: str) -> str:
     path = os.fspath(value)
     if not isinstance(path, str):
         raise TypeError(f"{name} must be a str path, not {type(path).__name__}")
+    _no_nul(path, name)
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path}: is a folder; dsconfig.check takes one config file (dsconfig lint walks "
                                 "folders)")
+    return path
+
+
+def _no_nul(path: str, name: str) -> str:
+    """The path, unless it holds a NUL byte: no file name can (open() and os.stat() raise ValueError)."""
+    if "\0" in path:
+        raise ValueError(f"{name}: {path!r:.80} holds a NUL byte, which no file name can hold")
     return path
 
 
@@ -148,14 +168,26 @@ def _dict_text(values: dict, name: str = "config dict", indent: int | None = Non
         raise TypeError(f"{name}: not JSON data: {error}") from None
 
 
+# As many world sizes as one `dsconfig lint --world-size 1,2,3,...` can list: Linux caps one command-line
+# argument at 128 KiB (MAX_ARG_STRLEN), and 1,2,...,23696 is the longest list of distinct sizes that fits.
+MAX_WORLD_SIZES = 23_696
+# torch.distributed keeps the world size in a C int (ProcessGroup(store, rank, size) refuses 2**31).
+MAX_WORLD_SIZE = 2**31 - 1
+
+
 def _world_sizes(value) -> tuple[int, ...] | None:
-    """An int (or an integer with __index__, as numpy's) or a sequence of them; repeats dropped."""
+    """An int (or an integer with __index__, as numpy's) or a sequence of them; repeats dropped. At most
+    MAX_WORLD_SIZES of them, read lazily: range(1, 10**12) is refused, not listed."""
+    import itertools
     if value is None:
         return None
     if isinstance(value, (str, bytes, dict)):
         raise TypeError(f"world_size must be an int or a sequence of ints, not {type(value).__name__}")
     if hasattr(value, "__iter__"):
-        items = tuple(value)
+        items = tuple(itertools.islice(value, MAX_WORLD_SIZES + 1))
+        if len(items) > MAX_WORLD_SIZES:
+            raise ValueError(f"world_size: more than {MAX_WORLD_SIZES:,} world sizes, as many as `dsconfig lint "
+                             "--world-size` can list in one command-line argument; give the sizes you launch")
     elif hasattr(value, "__index__"):
         items = (value,)
     else:
@@ -172,6 +204,10 @@ def _world_sizes(value) -> tuple[int, ...] | None:
             raise TypeError(f"world_size must hold ints, not {type(item).__name__} ({item!r:.40})") from None
         if size < 1:
             raise ValueError(f"world_size must be at least 1, not {size}")
+        if size > MAX_WORLD_SIZE:
+            from .estimate.limits import shown
+            raise ValueError(f"world_size must be at most {MAX_WORLD_SIZE:,} (2**31 - 1: torch.distributed holds "
+                             f"the world size in a C int), not {shown(size)}")
         sizes.append(size)
     return tuple(dict.fromkeys(sizes))
 
@@ -218,8 +254,11 @@ def _model(value):
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"model must be a catalog name or a path to a config.json, not {type(value).__name__}")
     from .accelerate.model_layers import ModelProblem, resolve
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise TypeError(f"model must be a str path, not {type(text).__name__}")
     try:
-        return resolve(os.fspath(value))
+        return resolve(_no_nul(text, "model"))
     except ModelProblem as error:
         raise ValueError(f"model: {error}") from None
 
@@ -272,7 +311,7 @@ def _dataclass_values(value) -> dict:
 def _yaml_values(path: str):
     """A YAML file of TrainingArguments, as HfArgumentParser.parse_yaml_file reads it (yaml.safe_load)."""
     from . import engine
-    from .files import TooLarge
+    from .files import Refused, TooLarge
     from .yamldoc import YamlDocument
     try:
         text = engine.decode(engine.read_bytes(path))
@@ -280,6 +319,8 @@ def _yaml_values(path: str):
         raise OSError(f"training_args {error}") from None
     except TooLarge as error:
         raise ValueError(f"training_args {error}") from None
+    except Refused as error:
+        raise PermissionError(f"training_args {error}") from None
     except UnicodeDecodeError:
         raise ValueError(f"training_args {path}: not UTF-8 text") from None
     doc = YamlDocument(path, text)

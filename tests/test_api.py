@@ -288,3 +288,117 @@ def test_the_environment_runs_this_checkout(tmp_path):
     result = subprocess.run([sys.executable, "-c", "import dsconfig; print(dsconfig.__file__)"], capture_output=True,
                             text=True, cwd=tmp_path, env=environment(), check=False)
     assert os.path.dirname(result.stdout.strip()) == os.path.dirname(dsconfig.__file__)
+
+
+# -- a NUL byte in a path, a float NaN or infinity in the dict, world sizes past what lint can take ----------
+
+
+@pytest.mark.parametrize("config, kwargs, says", [
+    ("ds\x00.json", {}, "config: 'ds\\x00.json' holds a NUL byte, which no file name can hold"),
+    (pathlib.Path("ds\x00.json"), {}, "config: 'ds\\x00.json' holds a NUL byte"),
+    (AUTO_BATCH, {"training_args": "args\x00.json"}, "training_args: 'args\\x00.json' holds a NUL byte"),
+    (AUTO_BATCH, {"model": "config\x00.json"}, "model: 'config\\x00.json' holds a NUL byte"),
+])
+def test_a_nul_byte_in_a_path_is_a_value_error_naming_the_argument(project, config, kwargs, says):
+    with pytest.raises(ValueError) as raised:
+        dsconfig.check(config, **kwargs)
+    assert str(raised.value).startswith(says), raised.value
+    assert "\x00" not in str(raised.value) and "\n" not in str(raised.value)
+    with pytest.raises(ValueError, match="embedded null byte"):  # what os.stat() and open() say of such a name
+        os.stat("ds\x00.json")
+
+
+NON_FINITE = [
+    ({"train_batch_size": float("nan")}, "train_batch_size", "float('nan')"),
+    ({"train_batch_size": float("inf"), "train_micro_batch_size_per_gpu": 1}, "train_batch_size", "float('inf')"),
+    ({"train_batch_size": -float("inf")}, "train_batch_size", "float('-inf')"),
+    ({"train_micro_batch_size_per_gpu": float("nan")}, "train_micro_batch_size_per_gpu", "float('nan')"),
+    ({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": float("nan")},
+     "gradient_accumulation_steps", "float('nan')"),
+    ({"train_batch_size": 8, "zero_optimization": {"stage": 2, "reduce_bucket_size": float("nan")}},
+     "zero_optimization.reduce_bucket_size", "float('nan')"),
+    ({"train_batch_size": 8, "zero_optimization": {"stage": 2, "reduce_bucket_size": float("inf")}},
+     "zero_optimization.reduce_bucket_size", "float('inf')"),
+    ({"train_batch_size": 8, "zero_optimization": {"stage": float("nan")}}, "zero_optimization.stage", "float('nan')"),
+    ({"train_batch_size": 8, "fp16": {"enabled": True, "loss_scale": float("nan")}}, "fp16.loss_scale", "float('nan')"),
+    ({"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"lr": float("nan")}}}, "optimizer.params.lr",
+     "float('nan')"),
+    ({"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"betas": [0.9, float("inf")]}}},
+     "optimizer.params.betas.1", "float('inf')"),
+    ({"train_batch_size": 8, "gradient_clipping": float("nan")}, "gradient_clipping", "float('nan')"),
+    ({"train_batch_size": 8, "gradient_clipping": float("inf")}, "gradient_clipping", "float('inf')"),
+]
+
+
+@pytest.mark.parametrize("config, key, spelled", NON_FINITE, ids=[f"{key}={spelled}" for _, key, spelled in NON_FINITE])
+def test_a_float_nan_or_infinity_in_the_dict_is_checked_as_deepspeed_receives_it(project, config, key, spelled):
+    """DeepSpeed gets the dict as it is: the float itself, not the text `NaN` its hjson loader would read as a
+    string. The findings agree with the real DeepSpeedConfig on that dict: an error in the phase it fails in, at
+    the key, when it refuses it; no load or parse error when it accepts it; and no word of hjson."""
+    from tests.oracle import verdict
+
+    found = dsconfig.check(config)
+    assert not any(f.code in ("DS002", "DS003") or "hjson" in f.message for f in found), found
+    fatal = [f for f in found if f.severity == "error" and f.fails_in in ("load", "parse")]
+    real = verdict(config, 1)  # DeepSpeed 0.19.8's DeepSpeedConfig on the dict, at world size 1
+    if real.ok:
+        assert not fatal, (real, fatal)
+        return
+    assert fatal, (real.error, found)
+    pointer = "/" + key.replace(".", "/")
+    batch = ("/train_batch_size", "/train_micro_batch_size_per_gpu", "/gradient_accumulation_steps")
+    assert any(f.pointer == pointer or (pointer in batch and f.pointer in batch) for f in fatal), (real.error, fatal)
+    if real.error.startswith("AssertionError: "):  # the batch assertion, word for word
+        assert any(real.error.removeprefix("AssertionError: ").split(":")[0] in f.message for f in fatal), \
+            (real.error, fatal)
+
+
+def test_nan_in_a_string_or_under_auto_is_linted_as_before(project):
+    # "NaN" as text is a string in the dict too: nothing to refuse, the same findings as for any other string
+    assert dsconfig.check({"train_batch_size": 8, "note": "NaN and Infinity"}, world_size=8) == \
+        dsconfig.check({"train_batch_size": 8, "note": "some other text"}, world_size=8)
+    # with "auto" the checks read the dict as the HF Trainer's json.load, which gives the float back: DeepSpeed's
+    # own batch assertion, at the key
+    found = dsconfig.check({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": float("nan")}, world_size=2)
+    assert any(f.code == "DS202" and f.message.startswith("Train batch size: nan has to be greater than 0")
+               for f in found), found
+    assert not any(f.code in ("DS002", "DS003") for f in found)
+
+
+def test_a_world_size_range_is_bounded_as_lint_bounds_its_list(project):
+    from dsconfig.api import MAX_WORLD_SIZES
+    for sizes in (range(1, 10**12), itertools_count(), [8] * (MAX_WORLD_SIZES + 1)):
+        with pytest.raises(ValueError, match=f"^world_size: more than {MAX_WORLD_SIZES:,} world sizes, as many as "
+                                             "`dsconfig lint --world-size` can list in one command-line argument"):
+            dsconfig.check({"train_batch_size": 8}, world_size=sizes)
+    found = dsconfig.check({"train_batch_size": 8}, world_size=range(1, MAX_WORLD_SIZES + 1))
+    assert {f.world_size for f in found if f.code == "DS202"} == set(range(9, MAX_WORLD_SIZES + 1)) | {3, 5, 6, 7}
+
+
+def itertools_count():
+    import itertools
+    return itertools.count(1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MAX_ARG_STRLEN is Linux's")
+def test_max_world_sizes_is_the_longest_list_one_command_line_argument_holds(tmp_path):
+    from dsconfig.api import MAX_WORLD_SIZES
+    fits = ",".join(map(str, range(1, MAX_WORLD_SIZES + 1)))
+    too_long = ",".join(map(str, range(1, MAX_WORLD_SIZES + 2)))
+    assert subprocess.run([sys.executable, "-c", "", fits], check=False).returncode == 0
+    with pytest.raises(OSError) as raised:  # the kernel refuses the argument before `dsconfig lint` could read it
+        subprocess.run([sys.executable, "-c", "", too_long], check=False)
+    assert raised.value.errno == 7  # E2BIG: Argument list too long
+
+
+def test_a_world_size_past_a_c_int_is_refused_as_torch_distributed_refuses_it(project):
+    from dsconfig.api import MAX_WORLD_SIZE
+    for size in (MAX_WORLD_SIZE + 1, 10 ** 5000):
+        with pytest.raises(ValueError, match=r"^world_size must be at most 2,147,483,647 \(2\*\*31 - 1: "
+                                             "torch.distributed holds the world size in a C int\\), not "):
+            dsconfig.check({"train_batch_size": 8}, world_size=[8, size])
+    assert dsconfig.check({"train_batch_size": 8}, world_size=MAX_WORLD_SIZE)
+    torch_c10d = pytest.importorskip("torch._C._distributed_c10d")
+    assert torch_c10d.ProcessGroup(torch_c10d.HashStore(), 0, MAX_WORLD_SIZE).size() == MAX_WORLD_SIZE
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        torch_c10d.ProcessGroup(torch_c10d.HashStore(), 0, MAX_WORLD_SIZE + 1)

@@ -40,9 +40,8 @@ class ModelLayers(NamedTuple):
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    path = deepspeed_schema.schema_path().parent / TABLE_FILE
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    from .. import package_data
+    return package_data.schema_json(TABLE_FILE)
 
 
 def transformers_version() -> str:
@@ -96,7 +95,7 @@ def resolve(text: str) -> ModelLayers:
     elif os.path.exists(text) or text.endswith(".json"):
         config, parameters = _read_config(text), None
         try:
-            parameters = shapes.from_config_file(text).parameters
+            parameters = shapes.from_hf_config(config).parameters
         except (shapes.ShapeError, TypeError, ValueError, OverflowError):
             pass  # an architecture the estimator does not know: the class check still works
     else:
@@ -119,11 +118,10 @@ def resolve(text: str) -> ModelLayers:
 
 
 def _read_config(path: str) -> dict:
-    from ..files import FileError, read_json
+    """The config.json as every --model reads it (dsconfig.estimate.shapes.read_config: json.load, and no size,
+    head or expert count no model can be built from)."""
+    from ..estimate.shapes import ShapeError, read_config
     try:
-        config = read_json(path)
-    except FileError as error:
+        return read_config(path)
+    except ShapeError as error:
         raise ModelProblem(f"--model: {error}") from None
-    if not isinstance(config, dict):
-        raise ModelProblem(f"--model: {path}: not a JSON object (a Hugging Face config.json)")
-    return config

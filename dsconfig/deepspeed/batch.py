@@ -9,6 +9,8 @@ suggest corrected values.
 
 from __future__ import annotations
 
+import math
+
 from typing import NamedTuple
 
 from ..findings import Finding
@@ -257,6 +259,9 @@ def check_types(config: dict, auto_filled: frozenset, written: dict | None = Non
             continue
         meant = as_int(value)
         fix = str(meant) if meant is not None and meant > 0 else None
+        if isinstance(value, float) and not math.isfinite(value):  # a Python dict's float('nan') or float('inf')
+            findings.append(_non_finite(key, value, resolve(*_values(config, auto_filled), 1)))
+            continue
         if isinstance(value, (int, float)) and value <= 0:
             # Always fatal: DeepSpeed asserts every given batch value is > 0 (false counts as 0
             # and fails even earlier, dividing by zero).
@@ -285,6 +290,18 @@ def check_types(config: dict, auto_filled: frozenset, written: dict | None = Non
                                             f"while resolving the batch size.{hint}", POINTER[key],
                                 fails_in=PARSE, fix=fix))
     return findings
+
+
+def _non_finite(key: str, value: float, outcome: Outcome) -> Finding:
+    """DS201 for NaN or an infinity, which only a Python dict can hand over (a file's `NaN` is a string to hjson and
+    a float to json.load): DeepSpeed's own assertions decide whether it fails (NaN fails every comparison;
+    inf // n is NaN), else the DataLoader does (batch_size must be an int)."""
+    if not outcome.ok and outcome.kind in ("assert", "type"):
+        raised = f"AssertionError: {outcome.error}" if outcome.kind == "assert" else outcome.error
+        return Finding(BATCH_TYPE, f"{key} is {value!r}, which is no batch size: DeepSpeed raises {raised} at any "
+                                   "world size", POINTER[key], fails_in=PARSE)
+    return Finding(BATCH_TYPE, f"{key} is {value!r}, which is no batch size: DeepSpeed computes with it, and a "
+                               f"DataLoader rejects batch_size={value!r}", POINTER[key])
 
 
 def _values(config: dict, auto_filled: frozenset):

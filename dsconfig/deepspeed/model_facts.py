@@ -11,12 +11,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..accelerate.model_layers import module_path
+from ..estimate.shapes import EXPERT_COUNT_KEYS
 from .hidden_fills import hidden_size_of
 
-# The config keys transformers' MoE configs count routed experts in (Mixtral num_local_experts, Qwen2/3-MoE
-# num_experts, DeepSeek V2/V3 n_routed_experts, Ernie 4.5 moe_num_experts); DeepSpeed's AutoEP presets read
-# the same attributes (module_inject/auto_ep_presets: num_experts_attr).
-EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 # The class names of a sparse MoE block in transformers 5.23 (MixtralSparseMoeBlock, DeepseekV3MoE,
 # DeepseekV2Moe, Llama4TextMoe): the module holding the router and the experts, the one ZeRO-3 must treat as a leaf.
 MOE_BLOCK_SUFFIXES = ("SparseMoeBlock", "MoE", "Moe")

@@ -96,7 +96,9 @@ def estimate(ds_config, backend, sharding_strategy, fsdp_version, offload_params
     strategy, FSDP version, offload, precision, processes and activation checkpointing); options
     given explicitly win.
     """
+    from .. import boundary
     from . import estimator, report
+    boundary.admit([ds_config, model_name])
 
     if list_models:
         for entry in catalog.CATALOG.values():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from . import limits
 
@@ -164,15 +165,193 @@ def _head_dim(config: dict, hidden: int, heads: int, hidden_keys=("hidden_size",
     return hidden // heads
 
 
-def from_config_file(path: str) -> ModelShape:
-    """The shape from a Hugging Face config.json file; ShapeError (one line, naming the file) otherwise."""
-    import os
+# -- reading a config.json, and what no model config can hold -----------------------------------
+#
+# Every command that takes `--model config.json` (lint, explain, estimate, generate, dsconfig.check) reads
+# the file with `read_config`, and every config dict the estimator turns into a shape (a file, a catalog
+# entry, a dict given to from_hf_config) passes `check_config`: one place decides what a model config
+# may not hold, whatever the architecture. tests/estimate/test_estimate_cli.py holds each rule against
+# transformers 5.23 (its config classes, and the models they build).
 
+# The sizes every transformer config names, with what a zero, and a negative number, does to the model.
+_NEGATIVE_WIDTH = "transformers fails building the model (RuntimeError \"Trying to create tensor with negative dimension\")"
+SIZES = {"hidden_size": ("the hidden states would have no dimensions", _NEGATIVE_WIDTH),
+         "num_attention_heads": ("transformers divides by it (ZeroDivisionError)",
+                                 "transformers' models fail building the attention or in its first forward pass"),
+         "num_hidden_layers": ("the model would have no layers", "the model would have no layers"),
+         "intermediate_size": ("the MLP would have no units", _NEGATIVE_WIDTH),
+         "vocab_size": ("the embedding would have no tokens", _NEGATIVE_WIDTH)}
+# The config.json keys that hold those sizes in the families read here, besides the names above: the
+# config class's attribute_map (GPT-2 reads hidden_size from n_embd) and the older spellings the readers
+# below take too.
+SIZE_ALIASES = {
+    "gpt2": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",), "num_hidden_layers": ("n_layer",),
+             "intermediate_size": ("n_inner",)},
+    "bloom": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",), "num_hidden_layers": ("n_layer",)},
+    "falcon": {"num_attention_heads": ("n_head",), "num_hidden_layers": ("n_layer",),
+               "intermediate_size": ("ffn_hidden_size",)},
+    "t5": {"hidden_size": ("d_model",), "num_attention_heads": ("num_heads",),
+           "num_hidden_layers": ("num_layers", "num_decoder_layers"), "intermediate_size": ("d_ff",)},
+}
+# The keys transformers' MoE configs count routed experts in (Mixtral num_local_experts, Qwen2/3-MoE
+# num_experts, DeepSeek V2/V3 n_routed_experts, Ernie 4.5 moe_num_experts); DeepSpeed's AutoEP presets
+# read the same attributes (module_inject/auto_ep_presets: num_experts_attr). And the keys that say how
+# many of them each token is routed to (the router's top-k), in the same configs.
+EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "moe_k", "moe_topk", "num_experts_per_token")
+# The model types whose transformers 5.23 config class itself refuses more K/V heads than attention
+# heads, or attention heads that K/V heads do not divide: its ValueError ({heads}, {kv} filled in).
+# recurrent_gemma refuses only the first.
+KV_REFUSED = {
+    "beam": "num_attention_heads must be divisible by num_key_value_heads: {heads} % {kv} != 0",
+    "dots3_note_text": "num_key_value_heads must match num_attention_heads",
+    "esmc": "ESMC does not support grouped-query attention: `num_key_value_heads` ({kv}) must equal "
+            "`num_attention_heads` ({heads}).",
+    "glm5_next_text": "num_attention_heads ({heads}) must be the same as num_key_value_heads ({kv}).",
+    "neomme": "num_key_value_heads must divide num_attention_heads",
+    "recurrent_gemma": "The number of `num_key_value_heads` must be smaller than `num_attention_heads`",
+    "zaya": "`num_attention_heads` must be a multiple of `num_key_value_heads`.",
+}
+KV_REFUSED_ONLY_WHEN_MORE = ("recurrent_gemma",)
+# ... and more experts per token than experts ({per_token}, {experts} filled in).
+EXPERTS_REFUSED = {
+    "jetmoe": "`num_experts_per_tok` must be less than or equal to `num_local_experts`",
+    "qwen4_exp_text": "num_experts_per_tok must be in [1, num_experts], got {per_token} and {experts}.",
+    "zaya": "ZAYA currently supports `num_experts_per_tok=1` only.",
+}
+# Where the other model types fail instead: the model builds, and its first forward pass raises.
+KV_FAILURE = ("RuntimeError \"The size of tensor a ({heads}) must match the size of tensor b (...) at "
+              "non-singleton dimension 1\"")
+EXPERTS_FAILURE = "torch.topk: RuntimeError \"selected index k out of range\""
+
+
+class _Problem(NamedTuple):
+    tokens: tuple  # where the key is: the keys leading to it (("text_config", "hidden_size"))
+    message: str  # what is wrong, starting with the key's name
+
+
+def read_config(path: str) -> dict:
+    """A Hugging Face config.json as transformers reads it (json.load), checked by `check_config`.
+    ShapeError, one line naming the file (and the key's line:column), when it cannot be used."""
     from ..files import FileError, read_json
     try:
         config = read_json(path)
     except FileError as error:
         raise ShapeError(str(error)) from None
+    if not isinstance(config, dict):
+        raise ShapeError(f"{path}: not a JSON object (a Hugging Face config.json)")
+    problem = config_problem(config)
+    if problem is not None:
+        raise ShapeError(f"{path}{_where(path, problem.tokens)}: {problem.message}")
+    return config
+
+
+def check_config(config: dict) -> None:
+    """ShapeError (one line, naming the key) when the config holds what no model can be built from: a
+    size that is not positive, more K/V heads than attention heads (or attention heads they do not
+    divide), more experts per token than experts."""
+    problem = config_problem(config)
+    if problem is not None:
+        raise ShapeError(problem.message)
+
+
+def config_problem(config: dict) -> _Problem | None:
+    """The first thing wrong in the config or its sub-configs (text_config, vision_config...), else None."""
+    pending = [((), config)]
+    while pending:
+        tokens, section = pending.pop(0)
+        problem = _section_problem(section, tokens)
+        if problem is not None:
+            return problem
+        pending += [(tokens + (key,), value) for key, value in section.items()
+                    if isinstance(key, str) and key.endswith("_config") and isinstance(value, dict)]
+    return None
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _section_problem(c: dict, tokens: tuple) -> _Problem | None:
+    model_type = c.get("model_type") if isinstance(c.get("model_type"), str) else None
+    aliases = SIZE_ALIASES.get(model_type, {})
+
+    def name(key: str) -> str:
+        return ".".join(tokens + (key,))
+
+    for size, (zero, negative) in SIZES.items():
+        for key in (size,) + aliases.get(size, ()):
+            value = c.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value <= 0:
+                continue  # absent, null, positive, NaN, or not a number: the readers say what is wrong with it
+            why = "" if not _whole(value) else f": {zero if value == 0 else negative}"
+            return _Problem(tokens + (key,), f"{name(key)} must be a positive integer, not {limits.shown(value)}{why}")
+
+    heads_key = next((k for k in ("num_attention_heads",) + aliases.get("num_attention_heads", ()) if k in c), None)
+    kv_keys = ("num_key_value_heads",)
+    if model_type == "falcon" and (c.get("new_decoder_architecture") is True or c.get("multi_query") is False):
+        kv_keys += ("num_kv_heads",)  # FalconAttention reads it then (else one K/V head: multi-query)
+    kv_key = next((k for k in kv_keys if _whole(c.get(k))), None)
+    if heads_key is not None and kv_key is not None and _whole(c[heads_key]) and c[heads_key] > 0 and c[kv_key] > 0:
+        heads, kv = c[heads_key], c[kv_key]
+        if kv > heads or heads % kv:
+            if kv > heads:
+                what = f"{name(kv_key)} {kv} is more than {name(heads_key)} {heads}"
+                how = f"attention repeats each key/value head {heads} // {kv} = 0 times"
+            else:
+                what = f"{name(heads_key)} {heads} is not divisible by {name(kv_key)} {kv}"
+                how = (f"attention repeats each key/value head {heads} // {kv} = {heads // kv} times, "
+                       f"{heads // kv * kv} heads for {heads} queries")
+            refused = KV_REFUSED.get(model_type)
+            if refused is not None and (kv > heads or model_type not in KV_REFUSED_ONLY_WHEN_MORE):
+                why = f"transformers' {model_type} config refuses it: ValueError \"{refused.format(heads=heads, kv=kv)}\""
+            else:
+                why = (f"{how}, and the first forward pass fails (transformers' Llama-style attention: "
+                       f"{KV_FAILURE.format(heads=heads)})")
+            return _Problem(tokens + (kv_key,), f"{what}: {why}")
+
+    for per_token_key in EXPERTS_PER_TOKEN_KEYS:
+        per_token = c.get(per_token_key)
+        if not _whole(per_token):
+            continue
+        for experts_key in EXPERT_COUNT_KEYS:
+            experts = c.get(experts_key)
+            # 0 or 1 routed experts builds dense MLPs in Qwen2/3-MoE, GraniteMoeHybrid and Jamba: no router runs
+            if _whole(experts) and experts > 1 and per_token > experts:
+                refused = EXPERTS_REFUSED.get(model_type)
+                if refused is not None:
+                    why = (f"transformers' {model_type} config refuses it: ValueError "
+                           f"\"{refused.format(per_token=per_token, experts=experts)}\"")
+                else:
+                    why = (f"the router picks the top {per_token} of {experts} experts, and the first forward pass "
+                           f"fails ({EXPERTS_FAILURE})")
+                return _Problem(tokens + (per_token_key,),
+                                f"{name(per_token_key)} {per_token} is more than {name(experts_key)} {experts}: {why}")
+    return None
+
+
+def _where(path: str, tokens: tuple) -> str:
+    """":line:column" of the key in the file (the last one, as json.load keeps it), or "" when the file
+    cannot be read again."""
+    from .. import jsonscan
+    from ..files import FileError, read_text
+    from ..pointers import pointer_from
+    try:
+        text = read_text(path)
+        span = jsonscan.scan(text).spans.get(pointer_from(tokens))
+    except (FileError, jsonscan.ScanError, RecursionError, ValueError):
+        return ""
+    if span is None or span.key_start is None:
+        return ""
+    line, column = jsonscan.position(jsonscan.line_starts(text), span.key_start)
+    return f":{line}:{column}"
+
+
+def from_config_file(path: str) -> ModelShape:
+    """The shape from a Hugging Face config.json file; ShapeError (one line, naming the file) otherwise."""
+    import os
+
+    config = read_config(path)
     try:
         return from_hf_config(config, os.path.basename(os.path.dirname(os.path.abspath(path))) or path)
     except (ShapeError, TypeError, ValueError, OverflowError) as error:  # a wrong type or absurd size inside
@@ -183,6 +362,7 @@ def from_hf_config(config: dict, name: str = "") -> ModelShape:
     """Derive the shape from a Hugging Face config.json dict (transformers' defaults for missing keys)."""
     if not isinstance(config, dict):
         raise ShapeError("config.json must hold a JSON object")
+    check_config(config)
     model_type = config.get("model_type")
     if model_type is None:
         raise ShapeError("config.json has no model_type")

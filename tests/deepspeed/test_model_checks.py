@@ -378,3 +378,76 @@ def test_accelerate_moe_layer_names_mark_the_leaves(tmp_path, tiny_models, names
         pass
     blocks = [m for m in model.modules() if isinstance(getattr(m, "experts", None), torch.nn.Module)]
     assert (not all(getattr(m, "_z3_leaf", False) for m in blocks)) == reported
+
+
+# -- a config.json no model can be built from: every command that takes --model says so, in the same words ------
+
+# Tiny configs as transformers writes them (indented), each with one value no model can be built from, the key
+# whose line:column the message names, and the line the key is on.
+IMPOSSIBLE_MODELS = [
+    ("mixtral", {"hidden_size": -16}, "hidden_size", "hidden_size must be a positive integer, not -16"),
+    ("mixtral", {"num_key_value_heads": 4}, "num_key_value_heads",
+     "num_key_value_heads 4 is more than num_attention_heads 2"),
+    ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 6}, "num_experts_per_tok",
+     "num_experts_per_tok 6 is more than num_local_experts 4"),
+    ("deepseek_v3", {"n_routed_experts": 4, "num_experts_per_tok": 5, **_MLA}, "num_experts_per_tok",
+     "num_experts_per_tok 5 is more than n_routed_experts 4"),
+    ("qwen2_moe", {"num_experts": 4, "num_experts_per_tok": 8, "moe_intermediate_size": 8,
+                   "shared_expert_intermediate_size": 8}, "num_experts_per_tok",
+     "num_experts_per_tok 8 is more than num_experts 4"),
+]
+
+
+def _impossible(tmp_path, model_type: str, changes: dict) -> str:
+    """config.json holding transformers' own to_json_string() of the tiny config, with `changes` written over it
+    (the config classes accept every one of these values: only building or running the model fails)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(model_type, **{**COMMON, **changes})
+    values = json.loads(config.to_json_string())
+    assert all(values[key] == value for key, value in changes.items())  # transformers kept them as written
+    (tmp_path / "config.json").write_text(json.dumps(values, indent=2))
+    (tmp_path / "ds_config.json").write_text(json.dumps(_zero3()))
+    return "config.json"
+
+
+def _position(path: Path, key: str) -> str:
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines) if text.startswith(f'  "{key}":'))
+    return f"{line + 1}:3"
+
+
+@pytest.mark.parametrize("model_type, changes, key, says", IMPOSSIBLE_MODELS,
+                         ids=[f"{t}-{k}" for t, c, k, s in IMPOSSIBLE_MODELS])
+def test_every_command_refuses_the_model_in_one_line_naming_the_key(tmp_path, monkeypatch, model_type, changes, key,
+                                                                    says):
+    from click.testing import CliRunner
+
+    import dsconfig
+    from dsconfig.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    model = _impossible(tmp_path, model_type, changes)
+    expected = f"--model: config.json:{_position(tmp_path / model, key)}: {says}"
+    for command, prefix in ((["lint", "--no-config", "ds_config.json"], "dsconfig: error: "),
+                            (["explain", "ds_config.json"], "dsconfig: error: "),
+                            (["estimate"], "dsconfig estimate: error: "),
+                            (["generate", "--gpu-mem", "80GB", "--stdout"], "dsconfig generate: error: ")):
+        result = CliRunner().invoke(cli, [*command, "--model", model])
+        assert result.exit_code == 2, (command, result.output)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(prefix + expected), (command, lines)
+        assert result.stdout == "" and "Traceback" not in result.stderr
+    with pytest.raises(ValueError) as raised:
+        dsconfig.check("ds_config.json", model=model)
+    assert str(raised.value).startswith(f"model: {expected}") and "\n" not in str(raised.value)
+
+
+def test_the_tiny_real_models_configs_are_not_refused(tiny_models):
+    """No false alarm: the config.json of every tiny model transformers built (and ran, for DS950) passes."""
+    from dsconfig.accelerate.model_layers import resolve
+
+    for model_type, (model, path) in tiny_models.items():
+        assert resolve(path).model_type == model_type
+        with torch.no_grad():
+            model(torch.tensor([[1, 2, 3]]))

@@ -272,3 +272,253 @@ def test_estimate_on_the_file_generate_wrote_describes_the_plan(tmp_path, monkey
     assert f"{data['per_gpu_bytes']['total'] / 2 ** 30:.1f} GiB" == planned
     assert any("reduce_bucket_size is \"auto\": the HF Trainer fills it with hidden_size² = 16,777,216" in note
                for note in data["notes"])
+
+
+# -- config.json values no model can be built from: one line naming the file, the key and its line:column -------
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 2}
+NEGATIVE_WIDTH = "transformers fails building the model (RuntimeError \"Trying to create tensor with negative dimension\")"
+IMPOSSIBLE = [
+    ({"hidden_size": -4096}, ("hidden_size",), f"hidden_size must be a positive integer, not -4096: {NEGATIVE_WIDTH}"),
+    ({"hidden_size": 0}, ("hidden_size",),
+     "hidden_size must be a positive integer, not 0: the hidden states would have no dimensions"),
+    ({"num_attention_heads": 0}, ("num_attention_heads",),
+     "num_attention_heads must be a positive integer, not 0: transformers divides by it (ZeroDivisionError)"),
+    ({"num_attention_heads": -32}, ("num_attention_heads",), "num_attention_heads must be a positive integer, not -32: "
+     "transformers' models fail building the attention or in its first forward pass"),
+    ({"num_hidden_layers": 0}, ("num_hidden_layers",),
+     "num_hidden_layers must be a positive integer, not 0: the model would have no layers"),
+    ({"num_hidden_layers": -2}, ("num_hidden_layers",),
+     "num_hidden_layers must be a positive integer, not -2: the model would have no layers"),
+    ({"intermediate_size": -1}, ("intermediate_size",),
+     f"intermediate_size must be a positive integer, not -1: {NEGATIVE_WIDTH}"),
+    ({"intermediate_size": 0}, ("intermediate_size",),
+     "intermediate_size must be a positive integer, not 0: the MLP would have no units"),
+    ({"vocab_size": -32000}, ("vocab_size",), f"vocab_size must be a positive integer, not -32000: {NEGATIVE_WIDTH}"),
+    ({"vocab_size": 0}, ("vocab_size",), "vocab_size must be a positive integer, not 0: the embedding would have no tokens"),
+    ({"num_key_value_heads": 64}, ("num_key_value_heads",),
+     "num_key_value_heads 64 is more than num_attention_heads 32: attention repeats each key/value head 32 // 64 = 0 "
+     "times, and the first forward pass fails (transformers' Llama-style attention: RuntimeError \"The size of tensor "
+     "a (32) must match the size of tensor b (...) at non-singleton dimension 1\")"),
+    ({"num_key_value_heads": 3}, ("num_key_value_heads",),
+     "num_attention_heads 32 is not divisible by num_key_value_heads 3: attention repeats each key/value head "
+     "32 // 3 = 10 times, 30 heads for 32 queries, and the first forward pass fails"),
+    ({"model_type": "mixtral", "num_key_value_heads": 8, "num_local_experts": 4, "num_experts_per_tok": 8},
+     ("num_experts_per_tok",), "num_experts_per_tok 8 is more than num_local_experts 4: the router picks the top 8 of "
+     "4 experts, and the first forward pass fails (torch.topk: RuntimeError \"selected index k out of range\")"),
+    ({"model_type": "qwen2_moe", "num_experts": 4, "num_experts_per_tok": 6}, ("num_experts_per_tok",),
+     "num_experts_per_tok 6 is more than num_experts 4"),
+    ({"model_type": "deepseek_v3", "n_routed_experts": 8, "num_experts_per_tok": 9}, ("num_experts_per_tok",),
+     "num_experts_per_tok 9 is more than n_routed_experts 8"),
+    # transformers' own config class refuses it: its words
+    ({"model_type": "recurrent_gemma", "num_attention_heads": 10, "num_key_value_heads": 20},
+     ("num_key_value_heads",), "num_key_value_heads 20 is more than num_attention_heads 10: transformers' "
+     "recurrent_gemma config refuses it: ValueError \"The number of `num_key_value_heads` must be smaller than "
+     "`num_attention_heads`\""),
+    ({"model_type": "jetmoe", "num_local_experts": 8, "num_experts_per_tok": 9}, ("num_experts_per_tok",),
+     "num_experts_per_tok 9 is more than num_local_experts 8: transformers' jetmoe config refuses it: ValueError "
+     "\"`num_experts_per_tok` must be less than or equal to "
+     "`num_local_experts`\""),
+    # the names a family's config class reads the sizes from, and a sub-config's keys
+    ({"model_type": "gpt2", "n_embd": -768, "hidden_size": None}, ("n_embd",),
+     f"n_embd must be a positive integer, not -768: {NEGATIVE_WIDTH}"),
+    ({"model_type": "t5", "num_heads": 0}, ("num_heads",), "num_heads must be a positive integer, not 0"),
+    ({"model_type": "llava", "text_config": {"model_type": "llama", "num_attention_heads": 32,
+                                             "num_key_value_heads": 48}},
+     ("text_config", "num_key_value_heads"), "text_config.num_key_value_heads 48 is more than "
+     "text_config.num_attention_heads 32"),
+]
+
+
+def model_file(tmp_path, changes: dict) -> Path:
+    """A config.json as Hugging Face writes one (indented), with `changes` over a small Llama."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, **changes}, indent=2))
+    return path
+
+
+def key_position(path: Path, keys: tuple) -> str:
+    """line:column of the (last) key's token, found by reading the text: the nested key after its parent's."""
+    lines = path.read_text().splitlines()
+    start = 0
+    for key in keys:
+        start = max(i for i, line in enumerate(lines) if f'"{key}":' in line and i >= start)
+    return f"{start + 1}:{lines[start].index(chr(34) + keys[-1]) + 1}"
+
+
+@pytest.mark.parametrize("changes, keys, says", IMPOSSIBLE, ids=[".".join(keys) + "=" + json.dumps(changes)[:40]
+                                                                  for changes, keys, says in IMPOSSIBLE])
+def test_a_config_no_model_can_be_built_from_is_one_line_naming_the_key(tmp_path, changes, keys, says):
+    path = model_file(tmp_path, changes)
+    assert_one_line_error(run("--model", path), f"--model: {path}:{key_position(path, keys)}: {says}")
+
+
+def test_every_catalog_entry_and_every_transformers_default_config_passes():
+    """No false alarm: the catalog, and the default config of every config class transformers 5.23 has."""
+    for entry in catalog.CATALOG.values():
+        assert shapes.config_problem(entry.config) is None, entry.name
+    configuration_auto = pytest.importorskip("transformers.models.auto.configuration_auto")
+    checked = 0
+    for model_type in configuration_auto.CONFIG_MAPPING:
+        try:
+            config = configuration_auto.CONFIG_MAPPING[model_type]()
+        except Exception:  # noqa: BLE001 - classes that need arguments or optional packages
+            continue
+        assert shapes.config_problem(config.to_dict()) is None, model_type
+        checked += 1
+    assert checked > 500
+
+
+def test_the_refusals_quoted_are_transformers_own_and_the_only_ones():
+    """Every config class transformers 5.23 has, given more K/V heads than heads, heads the K/V heads do not
+    divide, or more experts per token than experts: it raises exactly when shapes.KV_REFUSED /
+    EXPERTS_REFUSED say so, with the words quoted."""
+    import warnings
+
+    configuration_auto = pytest.importorskip("transformers.models.auto.configuration_auto")
+
+    def refusal(cls, **values):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cls(**values)
+        except Exception as error:  # noqa: BLE001 - strict validation wraps the ValueError
+            return str(error)
+        return None
+
+    seen_kv, seen_experts = set(), set()
+    for model_type in configuration_auto.CONFIG_MAPPING:
+        try:
+            cls = configuration_auto.CONFIG_MAPPING[model_type]
+            default = cls().to_dict()
+        except Exception:  # noqa: BLE001
+            continue
+        heads, kv = default.get("num_attention_heads"), default.get("num_key_value_heads")
+        if type(heads) is int and type(kv) is int and heads > 2:
+            for kv_heads in (2 * heads, next(k for k in range(2, heads) if heads % k)):
+                said = refusal(cls, num_attention_heads=heads, num_key_value_heads=kv_heads)
+                quoted = shapes.KV_REFUSED.get(model_type)
+                applies = kv_heads > heads or model_type not in shapes.KV_REFUSED_ONLY_WHEN_MORE
+                if quoted is not None and applies:
+                    assert said is not None and quoted.format(heads=heads, kv=kv_heads) in said, (model_type, said)
+                    seen_kv.add(model_type)
+                else:
+                    assert said is None, (model_type, kv_heads, said)
+        for per_token_key in shapes.EXPERTS_PER_TOKEN_KEYS:
+            for experts_key in shapes.EXPERT_COUNT_KEYS:
+                experts = default.get(experts_key)
+                if type(default.get(per_token_key)) is int and type(experts) is int and experts > 1:
+                    said = refusal(cls, **{per_token_key: experts + 1, experts_key: experts})
+                    quoted = shapes.EXPERTS_REFUSED.get(model_type)
+                    if quoted is not None:
+                        assert said is not None and quoted.format(per_token=experts + 1, experts=experts) in said
+                        seen_experts.add(model_type)
+                    else:
+                        assert said is None, (model_type, said)
+    assert seen_kv == set(shapes.KV_REFUSED) and seen_experts == set(shapes.EXPERTS_REFUSED)
+
+
+def _tiny(model_type: str, **changes):
+    from transformers import AutoConfig
+    values = {"hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+              "num_key_value_heads": 4, "vocab_size": 100, "pad_token_id": 0}
+    return AutoConfig.for_model(model_type, **{**values, **changes})
+
+
+def _build(config):
+    """The model transformers builds from the config (on the CPU)."""
+    import warnings
+
+    from transformers import AutoModelForCausalLM
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return AutoModelForCausalLM.from_config(config).eval()
+
+
+def _build_and_run(config):
+    """The model, after its first forward pass."""
+    import torch
+    model = _build(config)
+    with torch.no_grad():
+        model(torch.tensor([[1, 2, 3]]))
+    return model
+
+
+def test_what_the_messages_say_transformers_does_with_such_sizes():
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from huggingface_hub.errors import StrictDataclassClassValidationError
+    from transformers import LlamaConfig
+    for model_type in ("llama", "mistral", "qwen2"):
+        for key in ("hidden_size", "intermediate_size", "vocab_size"):  # the width ones: the tensor cannot exist
+            with pytest.raises(RuntimeError, match="Trying to create tensor with negative dimension"):
+                _build_and_run(_tiny(model_type, **{key: -8}))
+            assert NEGATIVE_WIDTH in shapes.config_problem({key: -8}).message
+        with pytest.raises((RuntimeError, ValueError)):  # negative heads: the build or the first forward fails
+            _build_and_run(_tiny(model_type, num_attention_heads=-4))
+        for layers in (0, -1):  # range() of it: a model without a single layer (-1 then fails in its forward)
+            assert "the model would have no layers" in shapes.config_problem({"num_hidden_layers": layers}).message
+            if layers < 0 and model_type == "qwen2":  # its config checks layer_types against it, and refuses it
+                with pytest.raises(StrictDataclassClassValidationError,
+                                   match=r"`num_hidden_layers` \(-1\) must be equal to the number of `layer_types`"):
+                    _tiny(model_type, num_hidden_layers=layers)
+                continue
+            assert len(_build(_tiny(model_type, num_hidden_layers=layers)).model.layers) == 0
+    with pytest.raises(ZeroDivisionError):  # transformers' config class divides by it
+        LlamaConfig(num_attention_heads=0)
+    assert "ZeroDivisionError" in shapes.config_problem({"num_attention_heads": 0}).message
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "mixtral", "qwen3"])
+def test_more_or_indivisible_kv_heads_fail_in_the_first_forward_pass_as_said(model_type):
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    for kv in (8, 3):  # 4 attention heads: 8 K/V heads is more, 3 does not divide
+        config = _tiny(model_type, num_key_value_heads=kv)
+        assert config.num_key_value_heads == kv  # the config class accepts it
+        problem = shapes.config_problem(config.to_dict())
+        assert problem.tokens == ("num_key_value_heads",) and "the first forward pass fails" in problem.message
+        for attention in ("eager", "sdpa"):
+            config._attn_implementation = attention
+            with pytest.raises(RuntimeError, match=r"The size of tensor a \(4\) must match the size of tensor b \(.*\) at "
+                                                   "non-singleton dimension 1"):
+                _build_and_run(config)
+
+
+@pytest.mark.parametrize("model_type, experts_key, extra", [
+    ("mixtral", "num_local_experts", {}),
+    ("qwen2_moe", "num_experts", {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32}),
+    ("qwen3_moe", "num_experts", {"moe_intermediate_size": 32}),
+    ("olmoe", "num_experts", {}),
+])
+def test_more_experts_per_token_than_experts_fail_in_the_router_as_said(model_type, experts_key, extra):
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    config = _tiny(model_type, **{experts_key: 4, "num_experts_per_tok": 6}, **extra)
+    problem = shapes.config_problem(config.to_dict())
+    assert problem.tokens == ("num_experts_per_tok",) and shapes.EXPERTS_FAILURE in problem.message
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        _build_and_run(config)
+    dense = _tiny(model_type, **{experts_key: 4, "num_experts_per_tok": 4}, **extra)
+    assert shapes.config_problem(dense.to_dict()) is None
+    _build_and_run(dense)  # as many as there are: fine
+
+
+def test_no_routed_experts_is_a_dense_model_and_not_refused():
+    """Qwen2-MoE builds dense MLPs with num_experts 0: its num_experts_per_tok is never used."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    config = _tiny("qwen2_moe", num_experts=0, num_experts_per_tok=4, moe_intermediate_size=32,
+                   shared_expert_intermediate_size=32)
+    assert shapes.config_problem(config.to_dict()) is None
+    model = _build_and_run(config)
+    assert "Qwen2MoeMLP" in {type(module).__name__ for module in model.modules()}
+
+
+def test_the_size_aliases_are_transformers_attribute_maps():
+    configuration_auto = pytest.importorskip("transformers.models.auto.configuration_auto")
+    for model_type in shapes.FAMILIES:
+        attribute_map = configuration_auto.CONFIG_MAPPING[model_type].attribute_map
+        for size in shapes.SIZES:
+            if size in attribute_map:  # the config class reads the size from that key
+                assert attribute_map[size] in shapes.SIZE_ALIASES[model_type][size], (model_type, size)
