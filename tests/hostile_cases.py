@@ -315,6 +315,30 @@ def _glob_from(source: str, pattern: str):
             _write(folder, "pyproject.toml", f'[tool.dsconfig.per-file-ignores]\n"{quoted}" = ["DS509"]\n'.encode())
         return Spec(_lint("."))
     return make
+
+
+# 150 nested folders and patterns repeating `**`: Python's glob.glob yields the deepest file once per way of
+# splitting its folders between the `**` (C(153, 3) times for four: hours), and a pattern read at each folder
+# of each path walked costs the depth squared per path.
+DEEP_FOLDERS = 150
+DEEP_CONFIG = "./" + "a/" * DEEP_FOLDERS + "ds_config.json"
+GLOBSTARS = "**/**/**/**/"
+
+
+def _deep_globstar(source: str, pattern: str):
+    """DEEP_CONFIG, linted through the glob `pattern` (`source` "path"), or as part of its folder with `pattern`
+    given by `source` as in _glob_from (which adds LONG_NAME at the top)."""
+    def make(folder: str) -> Spec:
+        deep = os.path.join(folder, *["a"] * DEEP_FOLDERS)
+        os.makedirs(deep)
+        _write(deep, "ds_config.json", CONFIG)
+        if source != "path":
+            return _glob_from(source, pattern)(folder)
+        os.mkdir(os.path.join(folder, ".git"))
+        return Spec(_lint(pattern))
+    return make
+
+
 FORMATS = ("concise", "full", "json", "github", "sarif")
 # Lone surrogates as JSON and YAML escapes, in a key and in a value quoted by the message.
 SURROGATES_JSON = (b'{"train_batch_size": 8, "gradient_clipping": 1.0, "\\ud800": 1, '
@@ -535,6 +559,33 @@ _ALIAS_BOMB = (b"distributed_type: DEEPSPEED\nnum_processes: 2\nx0: &a0 [1,1,1,1
                + b"".join(b"x%d: &a%d [" % (i, i) + b",".join([b"*a%d" % (i - 1)] * 9) + b"]\n" for i in range(1, 9)))
 
 
+def _naming_outside(command: str, named: str, *, fifo: bool = False, link: bool = False):
+    """`dsconfig explain|convert` on what a pull request could add: an Accelerate YAML naming `named` (or, with
+    `link`, a ds_config.json that is a symbolic link to it); `../outside-secret.json` beside the case's folder."""
+    def make(folder: str) -> Spec | None:
+        if (fifo and not hasattr(os, "mkfifo")) or (named.startswith("/proc") and not os.path.exists(named)):
+            return None
+        _write(os.path.dirname(folder), "outside-secret.json",
+               b'{"train_batch_size": 8, "registry_token": "hostile-secret"}')
+        if fifo:
+            os.mkfifo(os.path.join(folder, named))
+        if link:
+            os.symlink(named, os.path.join(folder, "ds_config.json"))
+            given = "ds_config.json"
+        else:
+            _write(folder, "accelerate_config.yaml", b"compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                   b"num_processes: 2\ndeepspeed_config:\n  deepspeed_config_file: " + named.encode() + b"\n")
+            given = "accelerate_config.yaml"
+        return Spec([*DSCONFIG, command, given] + (["--to", "fsdp", "--stdout"] if command == "convert" else []))
+    return make
+
+
+def _all_releases(folder: str) -> Spec:
+    """`--deepspeed-version all` over the costliest config a file can hold: each release group relints it."""
+    _limit_unknown_keys(folder)
+    return Spec(_lint("ds_config.json", "--deepspeed-version", "all"))
+
+
 CASES = [
     Case("empty", _file("ds_config.json", b""), 1, "DS200", "ds_config.json:1:1"),
     Case("empty-yaml", _file("accelerate_config.yaml", b""), 1, "accelerate_config.yaml", "accelerate_config.yaml:1:1"),
@@ -606,6 +657,15 @@ CASES = [
          '.dsconfig.toml:1:12: `exclude`: "[z-a]*": the range z-a'),
     Case("glob-reversed-per-file-ignores", _glob_from("pyproject.toml", "[z-a]*"), 2,
          'pyproject.toml:2:1: [tool.dsconfig] `per-file-ignores`: "[z-a]*": the range z-a'),
+    Case("glob-repeated-globstar", _deep_globstar("path", "./" + GLOBSTARS + "*.json"), 0, "DS509",
+         f"{DEEP_CONFIG}:1:1"),
+    Case("glob-repeated-globstar-folders", _deep_globstar("path", "./" + GLOBSTARS), 0, "DS509",
+         f"{DEEP_CONFIG}:1:1"),
+    Case("glob-alternating-globstar", _deep_globstar("path", "./**/a/**/a/**/a/**/*.json"), 0, "DS509",
+         f"{DEEP_CONFIG}:1:1"),
+    *[Case(f"glob-repeated-globstar-{name}", _deep_globstar(source, GLOBSTARS + "x*"), 0, "DS509", f"{DEEP_CONFIG}:1:1")
+      for name, source in (("exclude", "--exclude"), ("gitignore", ".gitignore"), ("config-exclude", ".dsconfig.toml"),
+                           ("per-file-ignores", "pyproject.toml"))],
     *[Case(f"surrogates-json-{fmt}", _file("ds_config.json", SURROGATES_JSON, "--world-size", "8", "--format", fmt),
            1, SURROGATE_SHOWN[fmt]) for fmt in FORMATS],
     *[Case(f"surrogates-yaml-{fmt}", _file("accelerate_config.yaml", SURROGATES_YAML, "--format", fmt), 1,
@@ -847,7 +907,7 @@ CASES = [
     Case("explain-600-deep", _explain_file("ds_config.json", _NESTED_600, "--target", "hf-trainer"), 2,
          "ds_config.json:1:1: nests more than 100 levels deep"),
     Case("explain-600-deep-hjson", _explain_file("ds_config.json", _NESTED_600), 2,
-         "ds_config.json:1:2961: DeepSpeed's hjson loader fails: nesting too deep"),
+         "DeepSpeed's hjson loader fails: nesting too deep"),  # the column: where hjson's stack would run out
     Case("explain-yaml-alias-cycle", _explain_file("accelerate_config.yaml", b"distributed_type: DEEPSPEED\n"
                                                    b"deepspeed_config: &a {x: [*a, *a]}\nnum_processes: 2\n"), 2,
          "accelerate_config.yaml:1:1: nests more than 100 levels deep"),
@@ -860,6 +920,119 @@ CASES = [
          "ds_config.json:1:22: json.load fails: ValueError: Exceeds the limit (4300 digits)"),
     Case("explain-multi-gpu-yaml", _explain_file("accelerate_config.yaml", b"distributed_type: MULTI_GPU\n"), 2,
          "accelerate_config.yaml:1:1: distributed_type is \"MULTI_GPU\", neither DEEPSPEED nor FSDP"),
+    # explain / convert print keys, values and names from files: escaped (a newline and a forged workflow command,
+    # an OSC sequence, a CR, a bidi override, the runner's legacy `##[`, a lone surrogate), keys at the top level
+    # and in zero_optimization; and what explain called an internal error is a one-line usage error
+    *[Case(f"explain-hostile-keys-{fmt}", _explain_file(
+        "ds_config.json", b'{"train_micro_batch_size_per_gpu": 4, "\\n::warning::pwned": "\\u001b]0;title\\u0007", '
+        b'"\\r": "\\u202e", "##[add-mask]x": "\\ud800", "\\ud800": 1, "zero_optimization": {"stage": 2, '
+        b'"\\n::warning::pwned": "\\r", "\\u001b]0;title\\u0007": 1, "\\u202e": "##[add-mask]x", "\\ud800": 2}}',
+        "--format", fmt, "--color", "never"), 1, says)
+      for fmt, says in (("text", "zero_optimization.\\n::warning::pwned "), ("json", '"/\\n::warning::pwned"'))],
+    Case("explain-hostile-yaml-keys", _explain_file("accelerate_config.yaml", b'distributed_type: DEEPSPEED\n'
+                                                    b'num_processes: 2\ndeepspeed_config:\n  zero_stage: 2\n'
+                                                    b'  "\\n::warning::pwned": "\\e]0;t\\a"\n  "\\u202e": "##[x]"\n'
+                                                    b'"\\r": 1\n', "--color", "never"), 1,
+         "`\\n::warning::pwned` is not an `accelerate launch` option"),
+    Case("explain-hostile-fsdp-keys", _explain_file("fsdp.yaml", b'distributed_type: FSDP\nnum_processes: 2\n'
+                                                    b'fsdp_config:\n  fsdp_version: 2\n  "\\n::warning::pwned": '
+                                                    b'"\\e]0;t\\a"\n  "\\u202e": "##[add-mask]x"\n', "--color",
+                                                    "never"), 0, "`\\n::warning::pwned` is not an `accelerate launch`"),
+    Case("explain-control-name", _explain_file(CONTROL_NAME, CONFIG, "--color", "never"), 0,
+         "files: ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json"),
+    Case("explain-set-args-nan-epochs", _explain_file("ds_config.json", b'{"train_micro_batch_size_per_gpu": "auto"}',
+                                                      "--set", "args.num_train_epochs=NaN", "--dataset-size", "100"),
+         2, "--set args.num_train_epochs: num_train_epochs is NaN"),
+    Case("explain-fsdp-set-deepspeed-key", _explain_file("fsdp.yaml", b"distributed_type: FSDP\nnum_processes: 2\n",
+                                                         "--set", "zero_optimization.stage=3"), 2,
+         "--set zero_optimization.stage=3: fsdp.yaml is an FSDP config"),
+    Case("explain-diff-missing", _explain_file("ds_config.json", CONFIG, "--diff", "missing.json"), 2,
+         "dsconfig: error: --diff missing.json: no such file"),
+    Case("explain-world-size-0", _explain_file("ds_config.json", CONFIG, "--world-size", "0"), 2,
+         "dsconfig: error: Invalid value for '--world-size'"),
+    Case("convert-hostile-keys", _convert("ds_config.json", b'{"train_micro_batch_size_per_gpu": 4, '
+                                          b'"\\n::warning::pwned": 1, "zero_optimization": {"stage": 2, '
+                                          b'"\\n::warning::pwned": 1, "\\u001b]0;t\\u0007": 2, "##[x]": 3}}', "fsdp"),
+         0, "no equivalent  zero_optimization.\\n::warning::pwned, \\x1b]0;t\\x07, #\\x23[x] -> -"),
+    Case("convert-control-name", _convert(CONTROL_NAME, CONFIG, "fsdp"), 0,
+         "ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json -> FSDP1 (accelerate_fsdp.yaml)"),
+    Case("convert-main-process-ip-escape", _convert("fsdp.yaml", b'distributed_type: FSDP\nnum_processes: 4\n'
+                                                    b'num_machines: 2\nmain_process_ip: "\\e]0;t\\a"\n', "deepspeed"),
+         2, "fsdp.yaml:4:18: main_process_ip '\\x1b]0;t\\x07' is not a host name"),
+    # parsers (tests/test_parsers_hostile.py): a script declaring a coding dsconfig does not decode (punycode's
+    # decoder is quadratic: 256 KiB of it took seconds; `undefined` raised), named and found by a walk next to a
+    # broken config whose findings must still show; YAML 0x integers too long for str() and !!binary keys; a
+    # decimal TOML integer past int()'s limit; a 25-level YAML alias chain as training arguments
+    Case("script-coding-punycode-256k", lambda folder: (_write(folder, "train.py", (
+        "# coding: punycode\n#" + "x" * (128 * 1024 - 30) + "\n#" + "\xe9" * (128 * 1024 - 10) + "\n").encode(
+        "punycode")), Spec(_lint("train.py")))[-1], 1, "DS000 declares the coding punycode, which dsconfig does not "
+         "decode", "train.py:1:11"),
+    Case("script-coding-punycode-walked",
+         lambda folder: (_write(folder, "ds_config.json", b'{"train_batch_size": 7.0}'),
+                         _write(folder, "train.py", b"# coding: punycode\nimport torch\n"), Spec(_lint(".")))[-1],
+         1, "DS201", "./ds_config.json:1:22"),
+    Case("script-coding-undefined", _file("train.py", b"# -*- coding: undefined -*-\nimport torch\n"), 1,
+         "DS000 declares the coding undefined", "train.py:1:15"),
+    Case("yaml-hex-4000-digit-num-processes", _file("accelerate_config.yaml", b"distributed_type: MULTI_GPU\n"
+                                                    b"num_processes: 0x" + b"f" * 4000 + b"\n"), 1,
+         "ACC019 `accelerate launch` fails: ValueError: Exceeds the limit (4300 digits)",
+         "accelerate_config.yaml:2:16"),
+    Case("yaml-hex-batch-size-walked", lambda folder: (_write(folder, "ds_config.json", b'{"train_batch_size": 7.0}'),
+                                                       _write(folder, "train.yaml", b"train:\n  batch_size: 0x"
+                                                              + b"f" * 4000 + b"\n  gradient_accumulation_steps: 0b"
+                                                              + b"1" * 20000 + b"\n"),
+                                                       Spec(_lint(".", "--world-size", "2")))[-1], 1,
+         "DS006 train.batch_size is a 4817-digit number", "./train.yaml:2:15"),
+    Case("yaml-binary-key-holding-a-mapping", _file("accelerate_config.yaml", b"distributed_type: DEEPSPEED\n"
+                                                    b"num_processes: 2\n? !!binary aGVsbG8=\n: {a: 1}\n"
+                                                    b"deepspeed_config:\n  !!binary aGk=: {x: 1}\n"), 1,
+         "ACC001 unknown key `b'hello'`", "accelerate_config.yaml:3:3"),
+    Case("toml-5000-digit-integer", _file("train.toml", b"[train]\nbatch_size = 1" + b"0" * 5000 + b"\n"), 1,
+         "DS000 not valid TOML: tomllib raises ValueError: Exceeds the limit (4300 digits)", "train.toml:2:14"),
+    Case("api-training-args-yaml-alias-chain-25",
+         _api("{'train_batch_size': 'auto'}, training_args='args.yaml'", files=(("args.yaml", "\n".join(
+             ["z0: &l0 [1, 2]"] + [f"z{i}: &l{i} {{a: *l{i - 1}, b: *l{i - 1}}}" for i in range(1, 26)]
+             + ["per_device_train_batch_size: *l25"]).encode() + b"\n"),)),
+         2, "ValueError: training_args: the values hold more than 100,000 values once YAML aliases are expanded"),
+    # --model config.json holding what no model can be built from (a size that is not positive, more K/V heads than
+    # attention heads, more experts per token than experts): every command, one line naming the key's line:column
+    Case("lint-model-kv-heads-over-heads", _model_ds(CONFIG, _llama(num_key_value_heads=64)), 2,
+         "num_key_value_heads 64 is more than num_attention_heads 32: attention repeats each key/value head 32 // 64 = 0 "
+         "times", "dsconfig: error: --model: config.json:1:73: "),
+    Case("generate-model-negative-hidden-size", _model_config(_llama(hidden_size=-4096), "generate"), 2,
+         "hidden_size must be a positive integer, not -4096", "dsconfig generate: error: --model: config.json:1:25: "),
+    Case("estimate-model-experts-per-token", _model_config(b'{"model_type": "mixtral", "hidden_size": 4096, '
+         b'"num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 4, "num_experts_per_tok": 8}',
+         "estimate"), 2, "num_experts_per_tok 8 is more than num_local_experts 4",
+         "dsconfig estimate: error: --model: config.json:1:125: "),
+    Case("fsdp-model-zero-layers", _model_file(_llama(num_hidden_layers=0)), 2,
+         "num_hidden_layers must be a positive integer, not 0: the model would have no layers",
+         "dsconfig: error: --model: config.json:1:73: "),
+    # dsconfig.check: a float NaN in the dict (what DeepSpeed receives), a NUL byte in a path, 10**12 world sizes, a
+    # model config with more experts per token than experts
+    Case("api-dict-nan", _api("{'train_batch_size': float('nan')}"), 1,
+         "DS201 train_batch_size is nan, which is no batch size: DeepSpeed raises AssertionError: Train batch size: "
+         "nan has to be greater than 0"),
+    Case("api-nul-path", _api("'ds\\x00.json'"), 2, "ValueError: config: 'ds\\x00.json' holds a NUL byte"),
+    Case("api-world-size-range-10-12", _api("{'train_batch_size': 8}, world_size=range(1, 10**12)"), 2,
+         "ValueError: world_size: more than 23,696 world sizes"),
+    Case("api-model-experts-per-token", _api("{'train_batch_size': 8}, model='config.json'", files=(("config.json",
+         b'{"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 8}'),)), 2,
+         "ValueError: model: --model: config.json:1:51: num_experts_per_tok 8 is more than num_local_experts 4"),
+    # explain and convert read through the same boundary as lint: never /proc, a FIFO, a link out, or a file outside
+    *[Case(f"{command}-names-proc-environ", _naming_outside(command, "/proc/self/environ"), 2,
+           "deepspeed_config_file /proc/self/environ: under /proc") for command in ("explain", "convert")],
+    *[Case(f"{command}-names-outside", _naming_outside(command, "../outside-secret.json"), 2,
+           "is outside the paths given to dsconfig: not opened") for command in ("explain", "convert")],
+    *[Case(f"{command}-names-fifo", _naming_outside(command, "pipe.json", fifo=True), 2,
+           "deepspeed_config_file pipe.json: a FIFO (named pipe)") for command in ("explain", "convert")],
+    *[Case(f"{command}-named-link-environ", _naming_outside(command, "/proc/self/environ", link=True), 2,
+           "ds_config.json: under /proc: not followed") for command in ("explain", "convert")],
+    *[Case(f"{command}-named-link-outside", _naming_outside(command, "../outside-secret.json", link=True), 2,
+           "outside the working directory: not followed") for command in ("explain", "convert")],
+    Case("all-releases-limit-unknown-keys", _all_releases, 0, "1 DeepSpeed config against 47 releases"),
+    Case("world-size-5000-digits", _file("ds_config.json", CONFIG, "--world-size", "9" * 5000), 2,
+         "is more than 2,147,483,647, the most processes torch.distributed counts"),
 ]
 
 
