@@ -39,10 +39,11 @@ class Refused(FileError):
 
 
 def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None, beside: str | None = None,
-               environment: bool = False) -> bytes:
+               environment: bool = False, prefix: bool = False) -> bytes:
     """The file's bytes, opened through the reading boundary (dsconfig.boundary: `metadata`, `beside` and
     `environment` are its). Raises Refused when the boundary refuses it, TooLarge past `limit` bytes,
-    FileError when it cannot be read.
+    FileError when it cannot be read. With `prefix`, a larger file gives its first `limit + 1` bytes instead
+    (the caller tells it was cut by the length).
 
     A file not named on the command line is opened without blocking and must be a regular file on the open
     descriptor: a FIFO put in its place after the boundary looked is refused, not waited on."""
@@ -69,7 +70,7 @@ def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None
             if not as_asked and not stat.S_ISREG(mode):
                 raise Refused(f"{path}: {file_kind(mode) or 'not a regular file'}: never opened")
             data = read_at_most(handle, limit + 1)
-            if len(data) > limit:
+            if len(data) > limit and not prefix:
                 raise TooLarge(path, _size(handle), limit)
     except OSError as error:
         raise FileError(f"{path}: cannot read: {os_reason(path, error)}") from None

@@ -124,9 +124,12 @@ def _mentions_tool_table(path: str) -> bool:
     """Whether the pyproject.toml has a `tool.dsconfig` table, however it is written (`[tool.dsconfig]`,
     `tool.dsconfig.ignore = [...]`, `[tool]` with `dsconfig = {...}`). One that cannot be read or parsed but
     mentions dsconfig is chosen, so that `load` says what is wrong with it rather than passing it over."""
-    data = _read(path)
+    data = _read(path, prefix=True)
     if b"dsconfig" not in data:
         return False
+    from .files import MAX_BYTES
+    if len(data) > MAX_BYTES:
+        return True  # too large to be read: load() says so
     try:
         parsed = _parse_toml(data)
     except ConfigError:
@@ -135,13 +138,13 @@ def _mentions_tool_table(path: str) -> bool:
     return isinstance(tool, dict) and "dsconfig" in tool
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, prefix: bool = False) -> bytes:
     """The settings file's bytes, through the reading boundary: a discovered file is project metadata (read
     up to the project's ceiling, never through a link out of it or into /proc); `--config` names its own."""
     from . import files
     from .boundary import project_ceiling
     try:
-        return files.read_bytes(path, files.MAX_BYTES, metadata=project_ceiling())
+        return files.read_bytes(path, files.MAX_BYTES, metadata=project_ceiling(), prefix=prefix)
     except files.TooLarge:
         raise ConfigError(f"{_shown(path)}: is larger than {files.format_size(files.MAX_BYTES)}, more than any "
                           "configuration file holds; not read") from None

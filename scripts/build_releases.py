@@ -11,6 +11,7 @@ left out of the patches: they are documentation, and the newest release's words 
     python scripts/deepspeed_releases.py .cache/deepspeed-releases   # once: the releases side by side
     python scripts/build_releases.py .cache/deepspeed-releases       # (re)write the data
     python scripts/build_releases.py .cache/deepspeed-releases --check
+    python scripts/build_releases.py .cache/deepspeed-releases --check --only 0.14.0 0.17.4   # those entries
 """
 
 from __future__ import annotations
@@ -84,14 +85,37 @@ def diff(base, other, path=()) -> list:
     return ops
 
 
-def build(folder: pathlib.Path, versions=SUPPORTED) -> dict:
+def probe_all(folder: pathlib.Path, versions) -> tuple[dict, dict]:
+    """The base schema and each release's probe; the base must be the newest release's schema."""
     base = json.loads(BASE.read_text(encoding="utf-8"))
+    versions = list(dict.fromkeys([NEWEST, *versions]))
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         probed = dict(zip(versions, pool.map(lambda v: probe(folder, v), versions)))
     newest = diff(base, probed[NEWEST]["schema"])
     if newest:
         raise SystemExit(f"build_releases: {BASE.name} is not DeepSpeed {NEWEST}'s schema "
                          f"(first difference: {newest[0][:2]}); run scripts/build_schema.py with {NEWEST} installed")
+    return base, probed
+
+
+def check_entries(folder: pathlib.Path, versions) -> list[str]:
+    """The releases among `versions` whose committed entry (operations and facts) is not what they say now:
+    a check of those releases alone, for a quick run where probing all of them costs too much."""
+    base, probed = probe_all(folder, versions)
+    data = json.loads(OUTPUT.read_text(encoding="utf-8"))
+    stale = []
+    for version in versions:
+        variant = data["variants"][data["releases"][version]] if version in data["releases"] else None
+        now = json.loads(json.dumps({"patch": diff(base, probed[version]["schema"]),
+                                     "facts": probed[version]["facts"]}))  # as the file holds it
+        if variant is None or now != {"patch": [data["operations"][i] for i in variant["patch"]],
+                                      "facts": variant["facts"]}:
+            stale.append(version)
+    return stale
+
+
+def build(folder: pathlib.Path, versions=SUPPORTED) -> dict:
+    base, probed = probe_all(folder, versions)
     ops: list[str] = []  # every distinct operation once (as JSON text); a variant lists its operations' indices
     variants: list[dict] = []
     releases: dict[str, int] = {}
@@ -130,7 +154,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=pathlib.Path, help="where scripts/deepspeed_releases.py put the releases")
     parser.add_argument("--check", action="store_true", help="fail if the committed data is out of date")
+    parser.add_argument("--only", nargs="+", metavar="VERSION", choices=SUPPORTED,
+                        help="with --check: check these releases' entries only")
     args = parser.parse_args(argv)
+    if args.only:
+        if not args.check:
+            parser.error("--only goes with --check")
+        stale = check_entries(args.folder, args.only)
+        for version in stale:
+            print(f"{OUTPUT.name}: DeepSpeed {version}'s entry is out of date; run python scripts/build_releases.py",
+                  file=sys.stderr)
+        return 1 if stale else 0
     return write_or_check(OUTPUT, render(build(args.folder)), "scripts/build_releases.py", args.check)
 
 

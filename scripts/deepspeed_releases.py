@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import os
 import pathlib
 import shutil
 import subprocess
@@ -45,7 +46,7 @@ def install(folder: pathlib.Path, version: str) -> str | None:
         if done.returncode or not archives:
             return (done.stderr.strip().splitlines() or ["pip download failed"])[-1]
         target = folder / version
-        partial = folder / f".{version}.partial"
+        partial = folder / f".{version}.{os.getpid()}.partial"  # own name: test workers may fetch it at once
         shutil.rmtree(partial, ignore_errors=True)
         with tarfile.open(archives[0]) as archive:
             prefix = f"deepspeed-{version}/deepspeed/"
@@ -53,8 +54,14 @@ def install(folder: pathlib.Path, version: str) -> str | None:
             for member in members:
                 member.name = "deepspeed/" + member.name[len(prefix):]
             archive.extractall(partial, members=members, filter="data")
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)  # a folder is there only once complete
+        if target.exists() and not installed(folder, version):
+            shutil.rmtree(target, ignore_errors=True)  # a broken one (a complete one only ever appears whole)
+        try:
+            partial.rename(target)  # a folder is there only once complete
+        except OSError:  # another process put it there first
+            shutil.rmtree(partial, ignore_errors=True)
+            if not installed(folder, version):
+                raise
     return None
 
 

@@ -90,11 +90,16 @@ def test_the_releases_tested_span_the_supported_range():
 
 @pytest.mark.slow
 def test_the_release_data_is_what_the_releases_say(tmp_path):
-    """schemas/deepspeed-releases.json regenerated from every supported release equals the committed one."""
-    missing = [v for v in ds_releases.SUPPORTED if releases.release_dir(v) is None]
+    """schemas/deepspeed-releases.json regenerated from every supported release equals the committed one
+    (under DSCONFIG_SLOW=all; otherwise a sample of releases' entries are what those releases say)."""
+    from tests.conftest import slow_sample
+    sample = slow_sample(list(ds_releases.SUPPORTED))
+    whole = len(sample) == len(ds_releases.SUPPORTED)
+    missing = [v for v in {*sample, ds_releases.NEWEST} if releases.release_dir(v) is None]
     if missing:
         pytest.skip(f"could not fetch DeepSpeed {', '.join(missing)}")
     root = releases.ROOT
     done = subprocess.run([sys.executable, str(root / "scripts" / "build_releases.py"), str(releases.FOLDER),
-                           "--check"], capture_output=True, text=True, cwd=str(root))
+                           "--check", *([] if whole else ["--only", *sample])],
+                          capture_output=True, text=True, cwd=str(root))
     assert done.returncode == 0, done.stderr[-2000:]
