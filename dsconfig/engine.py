@@ -206,7 +206,11 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
     walked: set[str] = set()  # the folders walked, each ending in a separator
     base = _glob_base(pattern)
     base_real = os.path.realpath(base)
-    for match in glob_paths(pattern):
+    def enters(folder: str) -> bool:  # a folder linked in from elsewhere is never listed
+        real = os.path.realpath(folder or os.curdir)
+        return inside(real, base_real) or allowed.admits(real)
+
+    for match in glob_paths(pattern, enters):
         real = os.path.realpath(match)
         if not (inside(real, base_real) or allowed.admits(real)):  # glob.glob follows links: not out of the base
             if not os.path.isdir(match):  # a folder linked in from elsewhere is passed in silence, as in a walk

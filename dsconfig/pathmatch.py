@@ -404,7 +404,7 @@ class PatternSet:
 # -- the paths a shell-style glob names (dsconfig lint 'configs/**/*.json') ----------------------------------
 
 
-def glob_paths(pattern: str) -> list[str]:
+def glob_paths(pattern: str, enters=None) -> list[str]:
     """What `glob.glob(pattern, recursive=True)` returns, sorted, each path once (the same path strings).
 
     glob.glob lists the whole tree below every folder an earlier component yields, and yields a path once
@@ -416,6 +416,8 @@ def glob_paths(pattern: str) -> list[str]:
     never matching a leading `.` unless the component starts with one; `**` alone in a component for zero or
     more folders (none hidden; links followed), files too when it is last; a component without `*?[` only
     checked to exist (`..` included); a trailing `/` for folders only.
+    `enters(folder)`, when given, says whether a folder may be listed: one it refuses (a link out of the tree)
+    can still match a component, but nothing below it is read.
     """
     import fnmatch
     import glob
@@ -445,6 +447,8 @@ def glob_paths(pattern: str) -> list[str]:
                 stack = [path]
                 while stack:
                     below = stack.pop()
+                    if enters is not None and not enters(below):
+                        continue
                     for entry in _entries(below, not last):
                         if not entry.startswith("."):
                             child = os.path.join(below, entry)
@@ -453,6 +457,8 @@ def glob_paths(pattern: str) -> list[str]:
                             stack.append(child)
         elif glob.has_magic(name):
             for path in current:
+                if enters is not None and not enters(path):
+                    continue
                 entries = _entries(path, not last)
                 if not name.startswith("."):
                     entries = [entry for entry in entries if not entry.startswith(".")]

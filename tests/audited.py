@@ -1,5 +1,5 @@
 """Run `dsconfig ARGS...` (or `--api EXPRESSION`, a call of the public API) under a Python audit hook that logs
-every file the process opens and every socket it touches, one per line, to $DSCONFIG_AUDIT_LOG.
+every file the process opens, every folder it lists and every socket it touches, one per line, to $DSCONFIG_AUDIT_LOG.
 
 tests/test_reading_boundary.py reads the log: whatever a command's code does, Python's own `open` event
 (builtins.open, io.open, os.open) names every file it opened, so a command that opened a file some other
@@ -14,6 +14,8 @@ _LOG = open(os.environ["DSCONFIG_AUDIT_LOG"], "w", buffering=1, encoding="utf-8"
 
 def _hook(event, args):
     if event == "open" and isinstance(args[0], (str, bytes)):
+        _LOG.write("open " + os.path.abspath(os.fsdecode(args[0])) + "\n")
+    elif event in ("os.scandir", "os.listdir") and isinstance(args[0], (str, bytes)):  # a folder's names
         _LOG.write("open " + os.path.abspath(os.fsdecode(args[0])) + "\n")
     elif event.startswith("socket.") and event != "socket.__new__" or event == "socket.getaddrinfo":
         _LOG.write(f"network {event}\n")

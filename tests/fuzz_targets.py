@@ -282,7 +282,7 @@ class Watch:
     def _hook(self, event, args):
         if self.paused:
             return
-        if event == "open" and isinstance(args[0], (str, bytes)):
+        if event in ("open", "os.scandir", "os.listdir") and isinstance(args[0], (str, bytes)):
             real = os.path.realpath(os.fsdecode(args[0]))
             if not any(real == place or real.startswith(place.rstrip("/") + "/") for place in self.allowed):
                 self.outside.append(real)
