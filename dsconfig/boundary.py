@@ -229,10 +229,10 @@ def refusal(path: str, *, metadata: str | None = None, beside: str | None = None
         if written_as_system_path(path):
             return None  # `<(cat ds_config.json)`, /dev/stdin: the user wrote it
         return named_link_refusal(path, run.boundary)
-    why = _not_openable(path)
+    real = os.path.realpath(path)
+    why = _not_openable(path, real)
     if why is not None:
         return why
-    real = os.path.realpath(path)
     if metadata is not None:
         if inside(real, os.path.realpath(metadata)):
             return None
@@ -244,10 +244,11 @@ def refusal(path: str, *, metadata: str | None = None, beside: str | None = None
     return f"{real} is outside the paths given to dsconfig: not opened"
 
 
-def _not_openable(path: str) -> str | None:
+def _not_openable(path: str, real: str | None = None) -> str | None:
     """Why a file not named as such is never opened (under /proc, a FIFO, a device), or None; a path that
-    cannot be examined (missing, no permission) is left to the reader, which says why it cannot read it."""
-    real = os.path.realpath(path)
+    cannot be examined (missing, no permission) is left to the reader, which says why it cannot read it.
+    `real`: its real path, when the caller has it."""
+    real = os.path.realpath(path) if real is None else real
     for folder in SYSTEM_FOLDERS:
         if inside(real, folder):
             return f"under {folder}"
