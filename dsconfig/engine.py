@@ -206,6 +206,7 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
     walked: set[str] = set()  # the folders walked, each ending in a separator
     base = _glob_base(pattern)
     base_real = os.path.realpath(base)
+
     def enters(folder: str) -> bool:  # a folder linked in from elsewhere is never listed
         real = os.path.realpath(folder or os.curdir)
         return inside(real, base_real) or allowed.admits(real)
