@@ -207,13 +207,12 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
     base = _glob_base(pattern)
     base_real = os.path.realpath(base)
 
-    def enters(folder: str) -> bool:  # a folder linked in from elsewhere is never listed
-        real = os.path.realpath(folder or os.curdir)
+    def admitted(real: str) -> bool:  # glob.glob follows links: nothing out of the base is listed or linted
         return inside(real, base_real) or allowed.admits(real)
 
-    for match in glob_paths(pattern, enters):
+    for match in glob_paths(pattern, lambda folder: admitted(os.path.realpath(folder or os.curdir))):
         real = os.path.realpath(match)
-        if not (inside(real, base_real) or allowed.admits(real)):  # glob.glob follows links: not out of the base
+        if not admitted(real):
             if not os.path.isdir(match):  # a folder linked in from elsewhere is passed in silence, as in a walk
                 problems.append(_link_out(match, real, base))
             continue
