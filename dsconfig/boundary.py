@@ -66,9 +66,8 @@ class Boundary(NamedTuple):
         return Boundary(tuple(dict.fromkeys(self.roots + other.roots)), self.named | other.named,
                         self.ceiling or other.ceiling, tuple(dict.fromkeys(self.writable + other.writable)))
 
-    def admits(self, path: str) -> bool:
-        """Whether the file's real path is a root or lies below one."""
-        real = os.path.realpath(path)
+    def admits(self, real: str) -> bool:
+        """Whether a real path (os.path.realpath's, which every caller has at hand) is a root or lies below one."""
         return any(inside(real, root) for root in self.roots)
 
     def may_write(self, path: str) -> bool:
@@ -210,14 +209,14 @@ def named_here(path: str) -> bool:
 
 
 def refusal(path: str, *, metadata: str | None = None, beside: str | None = None,
-            environment: bool = False) -> str | None:
+            environment: bool = False, real: str | None = None) -> str | None:
     """Why `path` may not be opened in the current run, in words, or None.
 
     `metadata`: the project folder (`project_ceiling`) of a file dsconfig looks for by name (settings,
     .gitignore, pins): admitted when its real path lies in that folder, and only then. `beside`: one more
     folder admitted (the folder of the YAML that names a ds_config.json). `environment`: the Python
     installation's own metadata (the installed deepspeed's version), where only the rule on special files
-    applies."""
+    applies. `real`: the path's real path, when the caller has it."""
     run = _CURRENT.get()
     try:
         absolute = os.path.abspath(path)
@@ -229,7 +228,7 @@ def refusal(path: str, *, metadata: str | None = None, beside: str | None = None
         if written_as_system_path(path):
             return None  # `<(cat ds_config.json)`, /dev/stdin: the user wrote it
         return named_link_refusal(path, run.boundary)
-    real = os.path.realpath(path)
+    real = os.path.realpath(path) if real is None else real
     why = _not_openable(path, real)
     if why is not None:
         return why
@@ -259,11 +258,12 @@ def _not_openable(path: str, real: str | None = None) -> str | None:
     return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else file_kind(mode) or "not a regular file"
 
 
-def record(path: str, data: bytes) -> None:
-    """Remember what the run read of `path` (its digest): --fix checks the file still holds it (`read_digest`)."""
+def record(path: str, data: bytes, real: str | None = None) -> None:
+    """Remember what the run read of `path` (its digest): --fix checks the file still holds it (`read_digest`).
+    `real`: its real path, when the caller has it."""
     run = _CURRENT.get()
     if run is not None:
-        run.digests[os.path.realpath(path)] = digest(data)
+        run.digests[os.path.realpath(path) if real is None else real] = digest(data)
 
 
 def read_digest(path: str) -> str | None:

@@ -37,6 +37,8 @@ LINTED_SUFFIXES = CONFIG_SUFFIXES + (SCRIPT_SUFFIX,)
 # A run over more files than this keeps each file's text but not its parse tree (Document.release: read again
 # when needed), so memory follows the findings rather than the tree; a smaller one parses each file once.
 KEEP_PARSED = 200
+# The run options a DeepSpeed config's batch checks use (one set shared by every document that used them)
+BATCH_OPTIONS = frozenset(("world_sizes", "dataset_size", "batchnorm"))
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "site-packages"}
 
@@ -398,6 +400,9 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     spelled: dict[str, str] = {}  # real path -> the path as the user gave it
     crashed: list[InternalError] = []
     many = len(files) > KEEP_PARSED
+    # A DeepSpeed config is checked as soon as it is read, while its parse tree is at hand; the result stands
+    # unless the rest of the run changes its context (an Accelerate YAML pairs it, a script builds BatchNorm).
+    checked_early: dict[str, list[Finding] | InternalError] = {}
     scripts = [path for path in files if path.endswith(SCRIPT_SUFFIX) and options.kind is None]
     for path in files:
         if path.endswith(SCRIPT_SUFFIX) and options.kind is None:
@@ -409,6 +414,8 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
         try:
             with budget.per_file():
                 doc, unreadable = read_document(path, options)
+                if doc is not None and doc.kind == "deepspeed":
+                    checked_early[real] = _checked(doc, options)
         except UsageError as error:
             if path not in options.found:
                 raise
@@ -420,7 +427,7 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
         if doc is not None:
             docs[real] = doc
             if doc.kind != "accelerate" and len(docs) > KEEP_PARSED:
-                doc.release()  # a large walk: read again when checked, so that one parse tree at a time is held
+                doc.release()  # a large walk: read again if checked again, so that one parse tree at a time is held
 
     # Scripts read the training configs' batch sizes (hps.train.batch_size); the configs are checked
     # knowing whether a script builds BatchNorm layers.
@@ -456,21 +463,22 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     training_options = _launched_by(docs.values(), options)
     for real, doc in docs.items():
         if real not in paired:  # a paired JSON is linted below, in its pair's context
-            try:
-                with budget.per_file():
-                    found = lint_document(doc, training_options if doc.kind == "other" else options)
-            except InternalError as error:
-                crashed.append(error)
-                continue
-            except budget.Overrun as error:
-                crashed.append(InternalError(doc.path, error))
+            found = checked_early.pop(real, None) if options is asked else None
+            if found is None:
+                try:
+                    with budget.per_file():
+                        found = _checked(doc, training_options if doc.kind == "other" else options)
+                except budget.Overrun as error:  # the timer's repeat, after the check had caught the first
+                    found = InternalError(doc.path, error)
+            if isinstance(found, InternalError):
+                crashed.append(found)
                 continue
             findings.extend(found)
             documents[doc.path] = doc
             if many:
                 doc.release()
             if real in launching:
-                doc.checked_with = frozenset(("world_sizes", "dataset_size", "batchnorm"))  # through its JSON
+                doc.checked_with = BATCH_OPTIONS  # through its JSON
             findings.extend(place(doc, unused_options(doc, asked, found)))
     for side in sides:
         if side.json_path is None:
@@ -497,6 +505,16 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     reported = {finding.file for finding in findings}
     documents = {path: doc for path, doc in documents.items() if path in reported}
     return LintResult(_in_file_order(findings, files), documents, script_result, tuple(crashed), linted)
+
+
+def _checked(doc: Document, options: Options) -> list[Finding] | InternalError:
+    """The document's findings, or the InternalError of a check that crashed or overran its budget."""
+    try:
+        return lint_document(doc, options)
+    except InternalError as error:
+        return error
+    except budget.Overrun as error:
+        return InternalError(doc.path, error)
 
 
 def _config_values(docs, options: Options) -> dict[str, object]:
@@ -775,7 +793,7 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
         elif doc.kind == "deepspeed":
             from .deepspeed.check import lint_deepspeed
             findings = lint_deepspeed(doc, options)
-            doc.checked_with = frozenset(("world_sizes", "dataset_size", "batchnorm"))
+            doc.checked_with = BATCH_OPTIONS
         elif doc.format == "toml" and not doc.loaded and named(doc.path, options):
             findings = [Finding(PARSE_ERROR, f"not valid TOML: {doc.load_error.message}", fails_in=LOAD,
                                 offset=doc.load_error.offset)]

@@ -14,6 +14,7 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Iterable
 
 from .boundary import file_kind, os_reason  # noqa: F401 - what a file is, in words (callers import them here too)
 
@@ -49,7 +50,11 @@ def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None
     descriptor: a FIFO put in its place after the boundary looked is refused, not waited on."""
     from . import boundary
 
-    why = boundary.refusal(path, metadata=metadata, beside=beside, environment=environment)
+    try:
+        real = os.path.realpath(path)  # resolved once, for the boundary and the digest
+    except ValueError:  # a NUL byte: refusal says so
+        real = None
+    why = boundary.refusal(path, metadata=metadata, beside=beside, environment=environment, real=real)
     if why is not None:
         raise Refused(f"{path}: {why}")
     as_asked = boundary.named_here(path)
@@ -74,7 +79,7 @@ def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None
                 raise TooLarge(path, _size(handle), limit)
     except OSError as error:
         raise FileError(f"{path}: cannot read: {os_reason(path, error)}") from None
-    boundary.record(path, data)
+    boundary.record(path, data, real)
     return data
 
 
@@ -220,23 +225,29 @@ def discard_into(descriptor: int) -> None:
     os.close(devnull)
 
 
-def write_into(path: str, text: str) -> None:
-    """Write `text` in UTF-8 into the character device or FIFO `path`: opened without creating or
+def _pieces(text) -> Iterable[str]:
+    return (text,) if isinstance(text, str) else text
+
+
+def write_into(path: str, text: str | Iterable[str]) -> None:
+    """Write `text` (a string, or its pieces) in UTF-8 into the character device or FIFO `path`: opened without creating or
     truncating anything, and refused (OSError) if it turns out to be something else."""
     handle = os.open(path, os.O_WRONLY | os.O_NOCTTY)
     with os.fdopen(handle, "wb") as stream:
         mode = os.fstat(stream.fileno()).st_mode
         if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
             raise OSError(errno.EPERM, "not a device or FIFO; not written into", path)
-        stream.write(text.encode("utf-8"))
+        for piece in _pieces(text):
+            stream.write(piece.encode("utf-8"))
 
 
 class Changed(OSError):
     """The file no longer holds what it held when it was read: someone else wrote it meanwhile."""
 
 
-def write_atomic(path: str, text: str, mode: int | None = None, expected: bytes | None = None) -> None:
-    """Replace (or create) `path` with `text` in UTF-8, all or nothing.
+def write_atomic(path: str, text: str | Iterable[str], mode: int | None = None,
+                 expected: bytes | None = None) -> None:
+    """Replace (or create) `path` with `text` (a string, or its pieces) in UTF-8, all or nothing.
 
     The bytes go to a temporary file in the same folder, are flushed to disk, get `mode` (default:
     the existing file's mode, or 0o666 less the umask for a new file) and are renamed over `path`,
@@ -264,7 +275,8 @@ def write_atomic(path: str, text: str, mode: int | None = None, expected: bytes 
         handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".dsconfig", dir=folder)
         try:
             with os.fdopen(handle, "wb") as stream:
-                stream.write(text.encode("utf-8"))
+                for piece in _pieces(text):
+                    stream.write(piece.encode("utf-8"))
                 stream.flush()
                 os.fsync(stream.fileno())
             os.chmod(temporary, mode)

@@ -6,6 +6,8 @@ engine turns it into file, line and column, so the same check works on JSON and 
 
 from __future__ import annotations
 
+import sys
+
 from .escape import characters
 from .phases import PHASES
 from .rules.rule import Rule
@@ -35,7 +37,8 @@ class Finding:
         assert fails_in is None or fails_in in PHASES, fails_in
         self.rule = rule
         self.code = rule.code
-        self.message = one_line(message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "... (cut)")
+        # interned: a walk over many copies of one config holds each of their messages once
+        self.message = sys.intern(one_line(message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "... (cut)"))
         self.pointer = pointer
         self.fails_in = fails_in
         self.world_size = world_size

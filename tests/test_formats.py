@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from dsconfig import __version__, escape, report
+from dsconfig.findings import Finding
 from dsconfig.cli import cli
 from tests import workflow_commands
 from tests.fuzz_targets import check_rendered
@@ -109,6 +110,46 @@ def test_json_keys_stay_exactly_the_documented_ones():
     # a DeepSpeed finding also names the release replayed; an Accelerate one does not
     assert items and all(set(item) == keys | ({"deepspeed_version"} if item["code"].startswith("DS") else set())
                          for item in items)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_json_written_a_finding_at_a_time_is_what_json_dumps_writes_for_the_list(count):
+    """The JSON report is written as it is made (report.chunks); its bytes stay those of json.dumps over the
+    whole list, escapes included (a key holding `##[`, a bidi override, a newline)."""
+    from dsconfig.report import json_
+    from dsconfig.rules.keys import UNKNOWN_KEY
+
+    findings = []
+    for index in range(count):
+        finding = Finding(UNKNOWN_KEY, f"Unknown key `k{index}##[group]\u202e\nx` in `zero_optimization`",
+                          "/zero_optimization/k", fix='"stage"', on_key=True)
+        finding.file, finding.line, finding.column = f"d{index}/ds_config.json", index + 1, 3
+        finding.related = (("train.py", 4, 2, "é"),) if index == 1 else ()
+        findings.append(finding)
+    context = report.Context()
+    whole = escape.json_text(json.dumps([json_._item(f, None) for f in findings], indent=2, ensure_ascii=False)) + "\n"
+    assert report.render("json", findings, context) == whole
+    assert json.loads(whole) == [json_._item(f, None) for f in findings]
+
+
+def test_a_report_goes_out_in_pieces_not_as_one_string(tmp_path):
+    """Over many findings, the concise report reaches stdout in blocks of about 64 KiB, not as one string."""
+    for index in range(600):
+        (tmp_path / f"ds_config_{index}.json").write_text('{"train_batch_size": 7.0}')
+    writes = []
+    import click
+    original = click.echo
+
+    def counting(message=None, *args, **kwargs):
+        writes.append(len(message or ""))
+        return original(message, *args, **kwargs)
+
+    from unittest import mock
+    with mock.patch.object(click, "echo", counting):
+        result = lint(".", "--no-config", cwd=tmp_path)
+    assert result.stdout.count("DS201") == 600
+    report_writes = writes[:-1]  # the last is the summary line on stderr
+    assert len(report_writes) > 1 and max(report_writes) < 2 * 65536
 
 
 # -- sarif ---------------------------------------------------------------------------------------------

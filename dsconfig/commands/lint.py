@@ -448,6 +448,19 @@ def _internal_error(what: str) -> None:
 # -- report ------------------------------------------------------------------------------------------------
 
 
+def _blocks(pieces, size: int = 1 << 16):
+    """The pieces joined into blocks of about `size` characters: one write per block, not per line."""
+    block, length = [], 0
+    for piece in pieces:
+        block.append(piece)
+        length += len(piece)
+        if length >= size:
+            yield "".join(block)
+            block, length = [], 0
+    if block:
+        yield "".join(block)
+
+
 def _report(outcome: Outcome, selection: Selection, output_format: str, output_file, color: str, statistics: bool,
             unsafe_fixes: bool, stdin: bool, release=None) -> None:
     """The findings (or statistics) to stdout or -o, then the summary line on stderr."""
@@ -471,23 +484,24 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         context.extents = fix.extents(findings, documents)
     if statistics:
         from ..report import statistics as stats
-        text = stats.render(findings, context, as_json=output_format == "json")
+        pieces = iter([stats.render(findings, context, as_json=output_format == "json")])
     else:
-        text = report.render(output_format, findings, context)
+        pieces = report.chunks(output_format, findings, context)  # written as made: never the whole report at once
     if output_file is not None:
         from .. import files
         try:
             if files.is_stream(output_file):
-                files.write_into(output_file, text)
+                files.write_into(output_file, pieces)
             else:
-                files.write_atomic(output_file, text)
+                files.write_atomic(output_file, pieces)
         except OSError as error:
             _fail(f"{output_file}: cannot write: {error.strerror or error}")
     else:
         # color=True: click would otherwise strip what looks like colour codes off a pipe, and change a
         # GitHub annotation's file= (the real name, escape sequence included); every other one is escaped
         try:
-            click.echo(text, nl=False, color=True, err=stdin)  # with --fix on stdin, stdout carries the fixed text
+            for block in _blocks(pieces):  # with --fix on stdin, stdout carries the fixed text
+                click.echo(block, nl=False, color=True, err=stdin)
             (sys.stderr if stdin else sys.stdout).flush()
         except BrokenPipeError:
             _reader_gone()

@@ -39,9 +39,15 @@ class Context:
         return info is not None and info.edit is not None and (info.safe or self.unsafe_fixes)
 
 
-def render(name: str, findings, context: Context | None = None) -> str:
+def chunks(name: str, findings, context: Context | None = None):
+    """The output of format `name`, piece by piece (a finding or a few at a time), so that a report over
+    100,000 findings is written as it is made rather than held whole; SARIF is one piece."""
     module = importlib.import_module(f"{__name__}.{_MODULES[name]}")
-    return module.render(findings, context or Context())
+    return module.chunks(findings, context or Context())
+
+
+def render(name: str, findings, context: Context | None = None) -> str:
+    return "".join(chunks(name, findings, context))
 
 
 def summary(findings, files: int, context: Context | None = None) -> str:

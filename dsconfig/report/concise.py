@@ -30,6 +30,6 @@ def header(finding, context) -> str:
     return f"{lead} {message}"
 
 
-def render(findings, context) -> str:
-    lines = [header(f, context) for f in findings]
-    return "\n".join(lines) + ("\n" if lines else "")
+def chunks(findings, context):
+    for finding in findings:
+        yield header(finding, context) + "\n"

@@ -124,13 +124,12 @@ def wrapped_header(finding, context) -> list[str]:
     return lines
 
 
-def render(findings, context) -> str:
-    blocks = []
-    for finding in findings:
+def chunks(findings, context):
+    """One block per finding, a blank line between blocks."""
+    for index, finding in enumerate(findings):
         lines = wrapped_header(finding, context)
         source = frame(finding, context)
         lines.extend(source)
         width = len(str(finding.line)) if source else 0
         lines.extend(notes(finding, context, width))
-        blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks)
+        yield ("\n" if index else "") + "\n".join(lines) + "\n"

@@ -25,6 +25,6 @@ def annotation(finding) -> str:
     return f"::{COMMANDS[finding.severity]} {joined}::{workflow_data(finding.message)}"
 
 
-def render(findings, context) -> str:
-    lines = [annotation(f) for f in findings]
-    return "\n".join(lines) + ("\n" if lines else "")
+def chunks(findings, context):
+    for finding in findings:
+        yield annotation(finding) + "\n"

@@ -21,6 +21,13 @@ def _item(finding, release) -> dict:
     return item
 
 
-def render(findings, context) -> str:
+def chunks(findings, context):
+    """The bytes json.dumps(list, indent=2) writes, an item at a time: `[`, each object indented by two
+    more, `,` between them, `]`; `[]` for none."""
     release = getattr(context, "release", None)
-    return json_text(json.dumps([_item(f, release) for f in findings], indent=2, ensure_ascii=False)) + "\n"
+    first = True
+    for finding in findings:
+        item = json.dumps(_item(finding, release), indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        yield json_text(("[\n  " if first else ",\n  ") + item)
+        first = False
+    yield "[]\n" if first else "\n]\n"

@@ -135,5 +135,5 @@ def document(findings, context) -> dict:
     }
 
 
-def render(findings, context) -> str:
-    return json_text(json.dumps(document(findings, context), indent=2, ensure_ascii=False)) + "\n"
+def chunks(findings, context):
+    yield json_text(json.dumps(document(findings, context), indent=2, ensure_ascii=False)) + "\n"
