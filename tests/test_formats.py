@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from dsconfig import __version__, escape, report
-from dsconfig.findings import Finding
 from dsconfig.cli import cli
+from dsconfig.findings import Finding
 from tests import workflow_commands
 from tests.fuzz_targets import check_rendered
 
