@@ -393,6 +393,11 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
     """Lint files together, so an Accelerate YAML and its ds_config.json are linted as one launch, and
     training scripts together, so imports between them resolve. `config_values`: dotted batch keys of the
     project's training configs ("train.batch_size" -> 8), for the scripts' steps-per-epoch table."""
+    with budget.alarm_ready():  # each file's time limit only sets its timer
+        return _lint_files(files, options, config_values)
+
+
+def _lint_files(files: list[str], options: Options, config_values: dict | None) -> LintResult:
     _use_release(options)
     findings: list[Finding] = []
     documents: dict[str, Document] = {}
@@ -413,7 +418,7 @@ def lint_files(files: list[str], options: Options, config_values: dict | None = 
         spelled[real] = path
         try:
             with budget.per_file():
-                doc, unreadable = read_document(path, options)
+                doc, unreadable = read_document(path, options, real=real)
                 if doc is not None and doc.kind == "deepspeed":
                     checked_early[real] = _checked(doc, options)
         except UsageError as error:
@@ -664,16 +669,18 @@ def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Find
     return findings, doc
 
 
-def read_document(path: str, options: Options, beside: str | None = None) -> tuple[Document | None, list[Finding]]:
+def read_document(path: str, options: Options, beside: str | None = None,
+                  real: str | None = None) -> tuple[Document | None, list[Finding]]:
     """(document, []) for a readable file, or (None, findings) when it is too large, not UTF-8 text, or
-    refused by the reading boundary (`beside`: a folder it admits too, dsconfig.boundary.refusal)."""
+    refused by the reading boundary (`beside`: a folder it admits too, dsconfig.boundary.refusal). `real`:
+    its real path, when the caller has it."""
     from . import files
     data = None
     if options.sources:
-        data = options.sources.get(os.path.realpath(path))
+        data = options.sources.get(real or os.path.realpath(path))
     if data is None:
         try:
-            data = read_bytes(path, options.max_bytes, beside=beside)
+            data = read_bytes(path, options.max_bytes, beside=beside, real=real)
         except files.TooLarge as error:
             return None, too_large(path, error, named=options.kind is not None or named(path, options))
         except files.Refused as error:
@@ -696,12 +703,12 @@ def named(path: str, options: Options) -> bool:
     return path not in options.found
 
 
-def read_bytes(path: str, limit: int | None = None, beside: str | None = None) -> bytes:
+def read_bytes(path: str, limit: int | None = None, beside: str | None = None, real: str | None = None) -> bytes:
     """The file's bytes; files.TooLarge past `limit`, files.Refused when the reading boundary refuses it,
-    UsageError when it cannot be read."""
+    UsageError when it cannot be read. `real`: its real path, when the caller has it."""
     from . import files
     try:
-        return files.read_bytes(path, limit or files.MAX_BYTES, beside=beside)
+        return files.read_bytes(path, limit or files.MAX_BYTES, beside=beside, real=real)
     except (files.TooLarge, files.Refused):
         raise
     except files.FileError as error:

@@ -40,20 +40,21 @@ class Refused(FileError):
 
 
 def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None, beside: str | None = None,
-               environment: bool = False, prefix: bool = False) -> bytes:
+               environment: bool = False, prefix: bool = False, real: str | None = None) -> bytes:
     """The file's bytes, opened through the reading boundary (dsconfig.boundary: `metadata`, `beside` and
     `environment` are its). Raises Refused when the boundary refuses it, TooLarge past `limit` bytes,
     FileError when it cannot be read. With `prefix`, a larger file gives its first `limit + 1` bytes instead
-    (the caller tells it was cut by the length).
+    (the caller tells it was cut by the length). `real`: its real path (os.path.realpath), when the caller has it.
 
     A file not named on the command line is opened without blocking and must be a regular file on the open
     descriptor: a FIFO put in its place after the boundary looked is refused, not waited on."""
     from . import boundary
 
-    try:
-        real = os.path.realpath(path)  # resolved once, for the boundary and the digest
-    except ValueError:  # a NUL byte: refusal says so
-        real = None
+    if real is None:
+        try:
+            real = os.path.realpath(path)  # resolved once, for the boundary and the digest
+        except ValueError:  # a NUL byte: refusal says so
+            real = None
     why = boundary.refusal(path, metadata=metadata, beside=beside, environment=environment, real=real)
     if why is not None:
         raise Refused(f"{path}: {why}")

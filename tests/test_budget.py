@@ -62,3 +62,22 @@ def test_a_timer_of_the_caller_keeps_the_say():
         assert signal.getitimer(signal.ITIMER_REAL)[0] > 90
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def test_a_run_puts_the_callers_alarm_handler_back(tmp_path):
+    """The run installs its SIGALRM handler once for all its files (budget.alarm_ready) and restores the caller's."""
+    import signal
+
+    def callers(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGALRM, callers)
+    try:
+        for index in range(3):
+            (tmp_path / f"ds_config_{index}.json").write_text(json.dumps({"train_batch_size": 8.0}))
+        findings = engine.lint_files([str(p) for p in sorted(tmp_path.iterdir())], engine.Options()).findings
+        assert [f.code for f in findings].count("DS201") == 3
+        assert signal.getsignal(signal.SIGALRM) is callers
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    finally:
+        signal.signal(signal.SIGALRM, previous)
