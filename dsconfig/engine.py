@@ -446,6 +446,7 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
             crashed.append(error)
         else:
             findings.extend(found)
+            crashed.extend(InternalError(path, error) for path, error in script_result.crashed)
             documents.update(script_docs)
             findings.extend(_unused_by_scripts(script_result, options))
             if script_result.batchnorm is not None and not options.batchnorm:

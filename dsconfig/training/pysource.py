@@ -528,8 +528,9 @@ def _assigned(store: ast.AST, name: str) -> ast.AST | None:
             return store.value
         return None
     if isinstance(store, ast.AugAssign) and isinstance(store.target, ast.Name) and store.target.id == name:
-        return ast.copy_location(ast.BinOp(left=ast.Name(id=name, ctx=ast.Load()), op=store.op, right=store.value),
-                                 store)
+        # `x //= n` is `x = x // n`, the left `x` being the one assigned before: the target itself stands for it
+        # (it has a place in the tree, so its scope and the assignments before it are found)
+        return ast.copy_location(ast.BinOp(left=store.target, op=store.op, right=store.value), store)
     return None
 
 

@@ -70,6 +70,7 @@ class ScriptsResult(NamedTuple):
     findings: list[Finding]  # placed: file, line and column set
     batchnorm: Evidence | None  # the first BatchNorm layer a script builds, or None
     used: dict[str, frozenset[str]]  # script path -> the options its checks used: world_sizes, dataset_size, batchnorm
+    crashed: tuple[tuple[str, Exception], ...] = ()  # (script path, error): a check that crashed on that script
 
 
 def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Iterable[str],
@@ -82,15 +83,36 @@ def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Itera
     findings: list[Finding] = []
     used: dict[str, set[str]] = {}
     memo: dict = {}  # per file and per definition: what a walk of it found (the same file serves many scripts)
-    norm = next((found for real in mentions_batchnorm if (source := project.source_at(real)) is not None
-                 for found in _batchnorms(project, source)), None)
+    crashed: list[tuple[str, Exception]] = []
+    norm = _first_batchnorm(project, mentions_batchnorm, crashed)
     for source in entries:
-        findings.extend(_sharded_twice(project, source, world_sizes, dataset_size, config_values, used, memo))
-        findings.extend(_float_batch_sizes(project, source))
-        if sharded:
-            findings.extend(_indivisible(project, source, world_sizes, batchnorm or norm is not None, norm, used,
-                                         memo))
-    return ScriptsResult(findings, norm, {path: frozenset(names) for path, names in used.items()})
+        # a check that crashes on one script (dsconfig's bug) is reported for that script; the others go on
+        try:
+            found = _sharded_twice(project, source, world_sizes, dataset_size, config_values, used, memo)
+            found += _float_batch_sizes(project, source)
+            if sharded:
+                found += _indivisible(project, source, world_sizes, batchnorm or norm is not None, norm, used, memo)
+        except Exception as error:  # noqa: BLE001 - reported as that script's internal error
+            crashed.append((source.path, error))
+            continue
+        findings.extend(found)
+    return ScriptsResult(findings, norm, {path: frozenset(names) for path, names in used.items()}, tuple(crashed))
+
+
+def _first_batchnorm(project: Project, mentions: Iterable[str], crashed: list) -> Evidence | None:
+    """The first BatchNorm layer the scripts that mention one build (a script whose walk crashes is noted)."""
+    for real in mentions:
+        source = project.source_at(real)
+        if source is None:
+            continue
+        try:
+            found = next(iter(_batchnorms(project, source)), None)
+        except Exception as error:  # noqa: BLE001 - reported as that script's internal error
+            crashed.append((source.path, error))
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def _at(finding: Finding, source: Source, node: ast.AST) -> Finding:

@@ -190,11 +190,38 @@ def test_float_batch_size_from_another_file_reaches_a_dataloader(tmp_path):
     ("cfg['batch_size'] = math.ceil(n / 8)", False),
     ("json.dump({'train': {'batch_size': n / 2}}, handle)", True),
     ("wandb.log({'avg_batch_size': n / world})", False),  # a metric, not a config
+    # augmented assignments: `x op= y` is `x = x op y`, the left x the one assigned before
+    ("bs = n\n    bs /= 2\n    DataLoader(ds, batch_size=bs)", True),
+    ("bs = n\n    bs //= 2\n    DataLoader(ds, batch_size=bs)", False),
+    ("k = 4\n    k += 2\n    DataLoader(ds, batch_size=n // k)", False),  # once a crash that ended the run
 ])
 def test_float_batch_sizes_and_correct_ones(tmp_path, body, reported):
     text = f"import math\n\nfrom torch.utils.data import DataLoader\n\n\ndef f(ds, n, hps, cfg, self, world, root):\n" \
            f"    {body}\n"
-    assert codes(run(tmp_path, {"script.py": text})) == (["DS801"] if reported else [])
+    result = run(tmp_path, {"script.py": text})
+    assert not result.crashed
+    assert codes(result) == (["DS801"] if reported else [])
+
+
+def test_a_check_that_crashes_on_one_script_is_reported_for_it_and_the_run_goes_on(tmp_path, monkeypatch):
+    """dsconfig's own bug in one script's checks: that script's internal error, with its path; the other scripts
+    and the configs keep their findings."""
+    from dsconfig.training import scripts
+
+    real = scripts._float_batch_sizes
+
+    def crashing_on_one(project, source):
+        if source.path.endswith("broken.py"):
+            raise AttributeError("a bug in a check")
+        return real(project, source)
+
+    monkeypatch.setattr(scripts, "_float_batch_sizes", crashing_on_one)
+    loader = "from torch.utils.data import DataLoader\n\n\ndef f(ds, n):\n    DataLoader(ds, batch_size=n / 2)\n"
+    result = run(tmp_path, {"broken.py": loader, "fine.py": loader, "ds_config.json": '{"train_batch_size": 8.0}'})
+    assert [(error.path, str(error)) for error in result.crashed] == \
+        [("./broken.py", "./broken.py: AttributeError: a bug in a check")]
+    assert {(f.file, f.code) for f in result.findings if f.code in ("DS801", "DS201")} == \
+        {("./fine.py", "DS801"), ("./ds_config.json", "DS201")}
 
 
 # -- DS802 batch-indivisible-devices ---------------------------------------------------------------------
