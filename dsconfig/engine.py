@@ -83,6 +83,8 @@ class LintResult(NamedTuple):
     # path -> kind of every document linted: `documents` keeps only those a finding is about (each released of its
     # parse tree once checked), so that memory follows the findings, not the size of the tree walked
     linted: dict = {}
+    # DS010 about the whole run (unplaced): run options that no check of any file used, while no file said so
+    unused: Finding | None = None
 
 
 class UsageError(Exception):
@@ -408,6 +410,7 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
     # A DeepSpeed config is checked as soon as it is read, while its parse tree is at hand; the result stands
     # unless the rest of the run changes its context (an Accelerate YAML pairs it, a script builds BatchNorm).
     checked_early: dict[str, list[Finding] | InternalError] = {}
+    used: set[str] = set()  # the run options some check used (for DS010 about the whole run)
     scripts = [path for path in files if path.endswith(SCRIPT_SUFFIX) and options.kind is None]
     for path in files:
         if path.endswith(SCRIPT_SUFFIX) and options.kind is None:
@@ -480,6 +483,7 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
                 crashed.append(found)
                 continue
             findings.extend(found)
+            used |= _options_used(doc, asked)
             documents[doc.path] = doc
             if many:
                 doc.release()
@@ -502,15 +506,22 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
             continue
         findings.extend(found)
         if doc is not None:
+            used |= doc.checked_with
             documents[doc.path] = doc
             if many:
                 doc.release()
+    if script_result is not None:
+        for names in script_result.used.values():
+            used |= names
     if script_result is not None and script_result.batchnorm is not None and not asked.batchnorm:
         _cite_batchnorm(findings, script_result.batchnorm)
     linted = {path: doc.kind for path, doc in documents.items()}
     reported = {finding.file for finding in findings}
     documents = {path: doc for path, doc in documents.items() if path in reported}
-    return LintResult(_in_file_order(findings, files), documents, script_result, tuple(crashed), linted)
+    unused = None
+    if not any(finding.rule is OPTION_UNUSED for finding in findings):
+        unused = next(iter(_option_warning(asked, used, "run", "any file of this run")), None)
+    return LintResult(_in_file_order(findings, files), documents, script_result, tuple(crashed), linted, unused)
 
 
 def _checked(doc: Document, options: Options) -> list[Finding] | InternalError:
@@ -606,6 +617,7 @@ _NOTHING_USES = {
     "accelerate": "an Accelerate YAML without a DeepSpeed config file holds no batch size",
     "other": "the file holds no batch size",
     "script": "no check of this script depends on it: no sharded loader, Lightning Trainer or batch size it bears on",
+    "run": "no DeepSpeed config, Accelerate YAML that launches one, or training script with a batch size was found",
 }
 
 
@@ -617,13 +629,18 @@ def unused_options(doc: Document, options: Options, findings: list[Finding]) -> 
     walked = doc.path in options.found
     if any(f.rule is NOT_A_CONFIG for f in findings) or (walked and doc.kind == "other" and not doc.checked_with):
         return []  # what is no config (a package.json, a pyproject.toml) passes in silence
+    return _option_warning(options, _options_used(doc, options), doc.kind)
+
+
+def _options_used(doc: Document, options: Options) -> set[str]:
+    """The run options a check of the document used (world_sizes, dataset_size, batchnorm)."""
     checked = set(doc.checked_with)
     if doc.kind == "accelerate" and (options.gpus or len(options.world_sizes or ()) == 1):
         checked.add("world_sizes")  # compared with the processes the YAML launches
-    return _option_warning(options, checked, doc.kind)
+    return checked
 
 
-def _option_warning(options: Options, checked, kind: str) -> list[Finding]:
+def _option_warning(options: Options, checked, kind: str, what: str = "this file") -> list[Finding]:
     """DS010 naming the run options given that are not in `checked` (unplaced), or nothing."""
     given = []
     if options.world_sizes:
@@ -639,7 +656,7 @@ def _option_warning(options: Options, checked, kind: str) -> list[Finding]:
     why = _NOTHING_USES.get(kind, "no check of this kind of file uses it")
     it = "it" if len(unused) == 1 else "them"
     return [Finding(OPTION_UNUSED, f"{' and '.join(unused)} {'was' if len(unused) == 1 else 'were'} given, but no check "
-                                   f"of this file uses {it} ({why}): nothing here was checked against {it}")]
+                                   f"of {what} uses {it} ({why}): nothing here was checked against {it}")]
 
 
 def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Finding], Document | None]:

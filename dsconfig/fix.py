@@ -378,6 +378,7 @@ class FixRun(NamedTuple):
     skipped: list  # (path, why): files not written (links, outside the paths linted, read-only, hard-linked)
     crashed: tuple = ()  # engine.InternalError of the last pass, one per file whose checks crashed
     linted: dict = {}  # path -> kind of every document the last pass linted
+    unused: Finding | None = None  # engine.LintResult.unused of the last pass
 
 
 def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool = False,
@@ -399,11 +400,12 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
         results[real] = FileResult(path, real, text, stdin=True)
         sources[real] = text
 
-    crashed, linted = [], {}
+    crashed, linted, unused = [], {}, [None]
 
     def lint(current_sources):
         result = engine.lint_files(paths, options._replace(sources=current_sources))
         crashed[:] = result.crashed
+        unused[0] = result.unused
         linted.clear()
         linted.update(result.linted)
         return result.findings, result.documents
@@ -475,7 +477,7 @@ def run(paths: list[str], options, keep: Callable[[Finding], bool], unsafe: bool
             results[real].text = trial[real]
         sources = trial
         findings, documents = new_findings, new_documents
-    return FixRun(findings, documents, results, skipped, tuple(crashed), dict(linted))
+    return FixRun(findings, documents, results, skipped, tuple(crashed), dict(linted), unused[0])
 
 
 def _not_writable(path: str, real: str, boundary: Boundary, writing: bool) -> str | None:

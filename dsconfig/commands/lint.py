@@ -390,10 +390,15 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
             fixes = fix.run(files, options, Suppressor(settings, selection.enabled).keep, unsafe=unsafe,
                             stdin=inputs.stdin_text, writing=writing)
             found, documents, crashed, linted = fixes.findings, fixes.documents, fixes.crashed, fixes.linted
+            unused = fixes.unused
         else:
             result = engine.lint_files(files, options)
             found, documents, crashed, linted = result.findings, result.documents, result.crashed, result.linted
+            unused = result.unused
         found = collection.problems + found
+        if unused is not None and inputs.paths:  # an option no file used: said on the first path given
+            unused.file = inputs.paths[0]
+            found.append(unused)
     except engine.UsageError as error:
         _fail(str(error))
     except FileError as error:  # a .gitignore larger than any

@@ -209,7 +209,9 @@ OPTION_UNUSED = Rule(
     what="""Warns, for each config linted, about the command-line options (or configuration settings) that describe
     the training run but that no check of that file could use: an Accelerate YAML without batch settings, a
     training script with nothing those options bear on. A file that is no config at all gets DS005 instead,
-    which says the same (nothing was checked).""",
+    which says the same (nothing was checked). A walk in which no file used an option (`dsconfig lint .
+    --world-size 8` in a project with no DeepSpeed config, Accelerate YAML or training script with a batch size)
+    gets one DS010 for the run, on the first path given.""",
     why="""`dsconfig lint accelerate_config.yaml --dataset-size 100000` that prints nothing would read as "the
     epochs work out", though nothing in the file was checked against the dataset. A pass must never be silent
     about what it did not check.""",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -237,6 +238,32 @@ def test_a_walk_does_not_warn_about_files_it_skips(tmp_path):
     write(tmp_path, "p/package.json", '{"name": "x"}\n')
     write(tmp_path, "p/train.yaml", "batch_size: 8\n")
     assert "DS010" not in codes(lint_folder(tmp_path / "p", world_sizes=(3,)))
+
+
+def test_a_walk_in_which_no_file_used_an_option_says_so_once(tmp_path):
+    """Not a silent pass: `lint . --world-size 8` over a tree that holds nothing a world size bears on."""
+    from click.testing import CliRunner
+
+    from dsconfig.cli import cli
+    write(tmp_path, "p/package.json", '{"name": "x"}\n')
+    write(tmp_path, "p/util.py", "import os\n\nprint(os.getcwd())\n")
+    write(tmp_path, "p/sub/settings.json", '{"lr": 0.1}\n')
+    previous = os.getcwd()
+    os.chdir(tmp_path / "p")
+    try:
+        result = CliRunner().invoke(cli, ["lint", "--no-config", ".", "--world-size", "8"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == [
+            ".:1:1: warning DS010 world size 8 was given, but no check of any file of this run uses it (no DeepSpeed "
+            "config, Accelerate YAML that launches one, or training script with a batch size was found): nothing "
+            "here was checked against it"]
+        write(tmp_path, "p/sub/ds_config.json", '{"train_batch_size": 16, "gradient_clipping": 1.0}\n')
+        result = CliRunner().invoke(cli, ["lint", "--no-config", ".", "--world-size", "8"])
+        assert result.exit_code == 0 and "DS010" not in result.stdout, result.output
+        result = CliRunner().invoke(cli, ["lint", "--no-config", "."])
+        assert "DS010" not in result.stdout
+    finally:
+        os.chdir(previous)
 
 
 # -- DS202 fixes with BatchNorm, against DeepSpeed -------------------------------------------------------------
