@@ -105,6 +105,7 @@ class Collection(NamedTuple):
     problems: list[Finding]  # entries of walked folders that cannot be linted (DS008, DS009), placed
     boundary: Boundary  # what was asked for: the folders and files given, the files globs matched
     missing: tuple[str, ...] = ()  # "path: why" for each path given that is not there; the others are linted
+    gitignored: int = 0  # config files (.json, .yaml, .yml, .toml) a walk skipped because git ignores them
 
 
 def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), gitignore: bool = True,
@@ -127,13 +128,14 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
     problems: list[Finding] = []
     roots: list[str] = []
     missing: list[str] = []
+    ignored: list[str] = []  # config files skipped because git ignores them (said in the summary)
     virtual = set(virtual)
     for path in paths:
         if path in virtual:
             files.append(path)
         elif os.path.isdir(path):
             reported = len(problems)
-            walked = _walk(path, exclude, gitignore, problems, allowed)
+            walked = _walk(path, exclude, gitignore, problems, allowed, ignored)
             if not walked and len(problems) == reported:
                 raise UsageError(f"{path}: no .json, .yaml, .yml, .toml or .py file to lint in this folder or below it")
             files.extend(walked)
@@ -150,7 +152,7 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             roots.append(path)
         elif _is_glob(path):
             reported = len(problems)
-            matched = _expand_glob(path, exclude, gitignore, problems, allowed)
+            matched = _expand_glob(path, exclude, gitignore, problems, allowed, ignored)
             if not matched and len(problems) == reported:
                 missing.append(f"{path}: no file matches this pattern")
             files.extend(matched)
@@ -160,7 +162,7 @@ def collect(paths: Iterable[str], exclude=None, virtual: Iterable[str] = (), git
             missing.append(f"{path}: {_missing(path)}")
     named = set(files) - set(found)
     return Collection(list(dict.fromkeys(files)), frozenset(found) - named, problems, Boundary.of(roots),
-                      tuple(missing))
+                      tuple(missing), len(set(ignored)))
 
 
 def _named_link(path: str, allowed: Boundary) -> Finding | None:
@@ -202,7 +204,8 @@ def _is_glob(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
-def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed: Boundary) -> list[str]:
+def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed: Boundary,
+                 ignored: list) -> list[str]:
     """The files the glob matches and those below the folders it matches, each once (glob.glob yields a path
     once per way of splitting it between repeated `**`: depth^k times)."""
     from .pathmatch import glob_paths
@@ -210,6 +213,7 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
     walked: set[str] = set()  # the folders walked, each ending in a separator
     base = _glob_base(pattern)
     base_real = os.path.realpath(base)
+    tracked = _Tracked(base)
 
     def admitted(real: str) -> bool:  # glob.glob follows links: nothing out of the base is listed or linted
         return inside(real, base_real) or allowed.admits(real)
@@ -225,14 +229,16 @@ def _expand_glob(pattern: str, exclude, gitignore: bool, problems: list, allowed
             # all, and pruned what it does not lint (a walk of each read the tree depth times, depth² paths)
             if not any(match[:i + 1] in walked for i, c in enumerate(match) if c == os.sep):
                 walked.add(os.path.join(match, ""))
-                found.extend(_walk(match, exclude, gitignore, problems, allowed))
+                found.extend(_walk(match, exclude, gitignore, problems, allowed, ignored))
             continue
         parts = os.path.normpath(match).split(os.sep)[:-1]
         if any(part in _SKIP_DIRS or (part.startswith(".") and part not in (".", "..")) for part in parts):
             continue
         if not match.endswith(LINTED_SUFFIXES) or (exclude and exclude.excluded(match)):
             continue
-        if gitignore and _gitignored(match, problems):
+        if gitignore and _gitignored(match, problems) and not tracked.holds(match, False):
+            if match.endswith(CONFIG_SUFFIXES):
+                ignored.append(match)
             continue
         why = special(match)
         if why is not None:
@@ -253,16 +259,19 @@ def _glob_base(pattern: str) -> str:
     return os.sep.join(literal) or (os.sep if pattern.startswith(os.sep) else ".")
 
 
-def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary) -> list[str]:
-    """The config-looking files below `top`; what cannot be linted goes to `problems`."""
+def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary, ignored: list) -> list[str]:
+    """The config-looking files below `top`; what cannot be linted goes to `problems`, the config files git
+    ignores to `ignored`. A file git tracks is linted whatever a .gitignore says, as git keeps it."""
     inherited = _parent_gitignores(top, problems) if gitignore else []
+    tracked = _Tracked(top)
     top_real = os.path.realpath(top)
     found: list[str] = []
     visited = {top_real}  # real folders entered: a link back up would otherwise loop forever
-    # (folder, the .gitignore pattern sets in force there)
-    stack = [(top, inherited)]
+    # (folder, the .gitignore pattern sets in force there, whether the folder itself is ignored: entered for
+    # the files git tracks in it)
+    stack = [(top, inherited, False)]
     while stack:
-        root, ignores = stack.pop()
+        root, ignores, ignored_folder = stack.pop()
         if gitignore:
             own = _read_gitignore(root, problems)
             if own is not None:
@@ -274,7 +283,7 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
                 raise UsageError(f"{root}: cannot read folder: {error.strerror or error}") from None
             problems.append(_entry_problem(root, f"cannot read folder: {error.strerror or error}"))
             continue
-        folders = []
+        folders, ignored_folders = [], []
         for entry in entries:
             path = os.path.join(root, entry.name)
             try:
@@ -290,8 +299,17 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
                 continue
             if exclude and exclude.excluded(path, is_dir):
                 continue
-            if _ignored_by(ignores, path, is_dir):
-                continue
+            if gitignore and (ignored_folder or _ignored_by(ignores, path, is_dir)):
+                if not tracked.holds(path, is_dir):
+                    if not is_dir and entry.name.endswith(CONFIG_SUFFIXES):
+                        ignored.append(path)
+                    continue
+                if is_dir:
+                    real = os.path.realpath(path)
+                    if not is_link and real not in visited:
+                        visited.add(real)
+                        ignored_folders.append(path)
+                    continue
             if is_link:
                 real = os.path.realpath(path)
                 if os.path.exists(path) and not (inside(real, top_real) or allowed.admits(real)):
@@ -309,8 +327,40 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary)
                 problems.append(_entry_problem(path, why))
                 continue
             found.append(path)
-        stack.extend((folder, ignores) for folder in reversed(folders))
+        below = [(folder, ignores, ignored_folder) for folder in folders]
+        below += [(folder, ignores, True) for folder in ignored_folders]
+        stack.extend(sorted(below, reverse=True))
     return found
+
+
+class _Tracked:
+    """What git tracks in the work tree holding a walked folder (dsconfig.gitindex), read the first time a
+    .gitignore pattern matches: a walk nothing ignores never reads the index."""
+
+    def __init__(self, top: str):
+        self.top = top
+        self.index = None
+        self.read = False
+
+    def holds(self, path: str, is_dir: bool) -> bool:
+        if not self.read:
+            from . import gitindex
+            root = _repository_root(self.top)
+            self.index = gitindex.tracked(root) if root is not None else None
+            self.read = True
+        return self.index is not None and self.index.holds(path, is_dir)
+
+
+def _repository_root(folder: str) -> str | None:
+    """The nearest folder holding `.git`, from `folder` up; None outside a repository."""
+    current = os.path.abspath(folder)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
 
 
 def _entry_problem(path: str, why: str) -> Finding:

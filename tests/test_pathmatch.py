@@ -445,7 +445,7 @@ def test_expand_glob_of_a_deep_tree_finds_each_file_once(pattern, tmp_path, monk
     files = _deep_tree(tmp_path)
     monkeypatch.chdir(tmp_path)
     problems: list = []
-    found = _expand_glob(pattern, None, True, problems, Boundary(()))
+    found = _expand_glob(pattern, None, True, problems, Boundary(()), [])
     assert sorted(os.path.normpath(path) for path in found) == files and len(found) == len(files)
     assert problems == []
 
@@ -467,7 +467,7 @@ def test_expand_glob_with_repeated_globstar_keeps_what_one_globstar_skips(tmp_pa
 
     def collected(pattern):
         problems: list = []
-        found = _expand_glob(pattern, exclude, True, problems, Boundary(()))
+        found = _expand_glob(pattern, exclude, True, problems, Boundary(()), [])
         return found, [(problem.file, problem.message) for problem in problems]
 
     expected = collected("**/*.json")

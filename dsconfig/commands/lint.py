@@ -51,6 +51,7 @@ class Outcome(NamedTuple):
     skipped: int = 0  # files a walk or glob found that are no configs (DS005), not listed without --show-skipped
     crashed: tuple = ()  # engine.InternalError per file whose checks crashed: reported after the rest, exit 2
     linted: dict = {}  # path -> kind of every document linted (`documents` holds those with findings)
+    gitignored: int = 0  # config files a walk or glob skipped because git ignores them (untracked)
 
 
 def _world_sizes(value: str | None) -> tuple[int, ...] | None:
@@ -409,7 +410,7 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         _internal_error(f"{type(error).__name__}: {error}")
     findings = apply(found, set(files) | set(linted), settings, selection.enabled)
     return Outcome(files, findings, documents, fixes, collection.missing, collection.found, crashed=crashed,
-                   linted=linted)
+                   linted=linted, gitignored=collection.gitignored)
 
 
 def _quiet_about_skipped(outcome: Outcome) -> Outcome:
@@ -519,6 +520,10 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         if outcome.skipped:
             line += (f"; {outcome.skipped} other file{'' if outcome.skipped == 1 else 's'} skipped (no DeepSpeed or "
                      "Accelerate config; --show-skipped lists them)")
+        if outcome.gitignored:  # never a bare "no problems" over configs that were not read
+            many = outcome.gitignored != 1
+            line += (f"; {outcome.gitignored} untracked .json/.yaml/.toml file{'s' if many else ''} that git "
+                     f"ignore{'' if many else 's'} not linted (--no-respect-gitignore lints them)")
         run = outcome.fixes
         if run is not None:
             fixed = sum(result.fixed for result in run.files.values() if result.changed)
