@@ -714,7 +714,8 @@ def _lint_pair(json_path: str, users: list, options: Options) -> tuple[list[Find
     that reads it, then what the files disagree on (reported in both). Returns the findings and the
     JSON document (None when it could not be read)."""
     sizes = pairs.launched_world_sizes(users)
-    pair_options = options._replace(world_sizes=options.world_sizes or (sizes or None), kind="deepspeed")
+    # the world size the YAMLs launch: --world-size only where they do not say
+    pair_options = options._replace(world_sizes=sizes or options.world_sizes or None, kind="deepspeed")
     beside = os.path.dirname(os.path.abspath(users[0].doc.path))  # pairs.refusal admitted the YAML's folder
     try:
         doc, unreadable = read_document(json_path, pair_options, beside=beside)

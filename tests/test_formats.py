@@ -94,8 +94,8 @@ def test_golden_statistics():
 
 def test_concise_summary_and_fix_marker():
     result = lint(*ARGS)
-    assert result.stderr.strip() == ("5 errors, 2 warnings in 2 files (DeepSpeed 0.19.8: installed deepspeed 0.19.8); "
-                                     "4 fixable with --fix (3 more with --unsafe-fixes)")
+    assert result.stderr.strip() == ("5 errors, 1 warning in 2 files (DeepSpeed 0.19.8: installed deepspeed 0.19.8); "
+                                     "4 fixable with --fix (2 more with --unsafe-fixes)")
     marked = [line.split()[2] for line in result.stdout.splitlines() if " [*] " in line]
     assert marked == ["DS201", "DS401", "DS103", "ACC016"]  # the safe fixes only
 
@@ -202,7 +202,7 @@ def test_sarif_rules_results_and_fixes():
     assert replacement["insertedContent"]["text"] == "32"
     assert replacement["deletedRegion"] == {"startLine": 3, "startColumn": 37, "endLine": 3, "endColumn": 41}
     yaml_fix = fixed["ACC016"]["artifactChanges"][0]["replacements"][0]
-    assert yaml_fix["insertedContent"]["text"] == '"NO"'
+    assert yaml_fix["insertedContent"]["text"] == '"no"'
 
 
 def test_sarif_paths_outside_the_working_directory_are_absolute_file_uris(tmp_path):

@@ -412,7 +412,7 @@ def test_stdin_with_and_without_a_name(project):
     status, found = items("-", "--stdin-filename", "configs/ds_z3.json", input=CONFIG)
     assert {i["file"] for i in found} == {"configs/ds_z3.json"} and "DS201" in codes(found)
     # the name decides the kind: a YAML name reads YAML
-    accelerate = "compute_environment: LOCAL_MACHINE\ndistributed_type: NO\nnum_processes: 1\n"
+    accelerate = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\ngpu_ids: no\n"
     status, found = items("-", "--stdin-filename", "accelerate_config.yaml", input=accelerate)
     assert "ACC016" in codes(found)
     result = lint("configs", "--stdin-filename", "x.json")

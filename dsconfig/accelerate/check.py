@@ -217,6 +217,10 @@ def distributed_type_findings(config: dict, booleans: dict, config_class: str) -
     outcome = ("a single process is launched" if config_class == schema.CLUSTER
                else "the SageMaker launcher gets no distributed mode")
     if pointer in booleans:
+        if config_class == schema.CLUSTER and value is False and "num_processes" in config:
+            # `accelerate launch` runs exactly what 'NO' runs (one process; ACC011 says when more were asked for):
+            # only the default of num_processes is lost, and it is written here
+            return []
         extra = "" if config_class == schema.SAGEMAKER or "num_processes" in config else \
             ", and num_processes is no longer defaulted to 1"
         return [Finding(YAML_BOOLEAN, f"YAML 1.1 reads the unquoted `{booleans[pointer]}` as {value}: Accelerate skips "
@@ -343,11 +347,9 @@ def _against_requested_size(replay: Replay, options) -> list[Finding]:
                                                 f"TOTAL over all machines, so {asked} needs num_processes {wanted} "
                                                 f"(now {launched} processes run)",
                         pointer, fix=str(wanted), world_size=launched)]
-    return [Finding(NUM_PROCESSES_PER_NODE, f"this file launches a world size of {launched}, not the {wanted} of "
-                                            f"{asked}: num_processes is the TOTAL over all machines (write {wanted}), "
-                                            "num_machines the number of machines",
-                    pointer, fix=str(wanted) if machines * (wanted // machines)
-                    == wanted else None, world_size=launched)]
+    # Any other difference is the file's own launch (a single-GPU debugging YAML, a 2 × 8 two-node one): the YAML
+    # states its world size, and --world-size is for the files that do not
+    return []
 
 
 def _gpu_ids_cover(replay: Replay) -> list[Finding]:

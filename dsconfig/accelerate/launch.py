@@ -17,6 +17,7 @@ backend or a GPU is installed, and whether the port is already in use.
 from __future__ import annotations
 
 import copy
+import json
 
 from ..findings import Finding
 from ..phases import LAUNCH
@@ -97,13 +98,14 @@ class Replay:
     def where(self, option: str) -> str:
         return self.source.get(option, pointer_join("", option))
 
-    def fail(self, rule, pointer: str, error: BaseException | str, hint: str = "", on_key: bool = False):
+    def fail(self, rule, pointer: str, error: BaseException | str, hint: str = "", on_key: bool = False,
+             fix: str | None = None):
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         if rule is INVALID_SETTING and pointer in self.booleans:
             rule = YAML_BOOLEAN
             hint = f"YAML 1.1 reads the unquoted `{self.booleans[pointer]}` as a boolean; quote it"
         message = f"`accelerate launch` fails: {text}" + (f"; {hint}" if hint else "")
-        self.findings.append(Finding(rule, message, pointer, fails_in=LAUNCH, on_key=on_key))
+        self.findings.append(Finding(rule, message, pointer, fails_in=LAUNCH, on_key=on_key, fix=fix))
 
     def attempt(self, rule, pointer: str, compute, hint: str = ""):
         """(ok, value) of compute(); a failure is recorded at `pointer`."""
@@ -252,7 +254,8 @@ class Replay:
                 fix = "'no' (quoted)" if value is False else "one of 'fp16', 'bf16', 'fp8' or 'no', quoted"
                 self.fail(YAML_BOOLEAN, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
                                                  "'lower'",
-                          f"YAML 1.1 reads the unquoted `{word}` as {value}; write {fix}")
+                          f"YAML 1.1 reads the unquoted `{word}` as {value}; write {fix}",
+                          fix=json.dumps(word) if word.lower() == "no" else None)  # the word, quoted: a choice
             else:
                 self.fail(MIXED_PRECISION, pointer, f"AttributeError: '{type(value).__name__}' object has no attribute "
                                                     "'lower'", f"use one of {', '.join(choices)} (as text)")

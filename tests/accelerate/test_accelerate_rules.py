@@ -150,8 +150,9 @@ def test_gpus_and_nodes(tmp_path):
     assert "per-machine" in per_node.message and per_node.fix == "16" and per_node.world_size == 8
     too_many = only(lint(tmp_path, base + "num_processes: 32\n", gpus=8, nodes=2, world_sizes=(16,)), "ACC010")[0]
     assert too_many.fails_in == INITIALIZE and "16 processes but has 8 GPUs" in too_many.message
-    other = only(lint(tmp_path, base + "num_processes: 12\n", world_sizes=(16,)), "ACC009")[0]
-    assert "world size of 12, not the 16" in other.message
+    # a YAML's own launch (12 processes) is not "corrected" to a --world-size: the YAML says its world size
+    assert not has(lint(tmp_path, base + "num_processes: 12\n", world_sizes=(16,)), "ACC009")
+    assert not has(lint(tmp_path, "distributed_type: 'NO'\nnum_processes: 1\n", gpus=8, world_sizes=(8,)), "ACC009")
     assert not has(lint(tmp_path, base + "num_processes: 16\n", gpus=8, nodes=2, world_sizes=(16,)), "ACC009")
 
 
@@ -182,10 +183,13 @@ def test_deepspeed_runner_needs_a_hostfile():
 
 
 def test_yaml11_booleans(tmp_path):
-    no = only(lint(tmp_path, "distributed_type: NO\nnum_processes: 1\n"), "ACC016")[0]
-    assert no.fails_in is None and no.fix == '"NO"' and no.pointer == "/distributed_type"
+    # `distributed_type: NO` reads as False, which launches what 'NO' launches once num_processes is written
+    # (test_an_unquoted_no_distributed_type_launches_what_no_launches): nothing to report
+    assert not has(lint(tmp_path, "distributed_type: NO\nnum_processes: 1\n"), "ACC016")
     missing = lint(tmp_path, "distributed_type: NO\n")  # not defaulted to 1 process: launch fails
-    assert has(missing, "ACC016") and only(missing, "ACC007")[0].fails_in == LAUNCH
+    no = only(missing, "ACC016")[0]
+    assert no.fix == '"NO"' and no.pointer == "/distributed_type"
+    assert only(missing, "ACC007")[0].fails_in == LAUNCH
     for text in ("gpu_ids: no\n", "dynamo_config:\n  dynamo_backend: no\n", "dynamo_backend: off\n"):
         findings = lint(tmp_path, "distributed_type: MULTI_GPU\nnum_processes: 2\n" + text)
         assert only(findings, "ACC016")[0].fails_in == LAUNCH, text
@@ -193,6 +197,23 @@ def test_yaml11_booleans(tmp_path):
     assert not has(lint(tmp_path, DS + "use_cpu: no\ndeepspeed_config:\n  zero3_init_flag: off\n"), "ACC016")
     quoted = lint(tmp_path, DS + "mixed_precision: 'no'\ndowncast_bf16: 'no'\n")
     assert not [f for f in quoted if f.severity == "error"]
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_an_unquoted_no_distributed_type_launches_what_no_launches(tmp_path, processes):
+    """On Accelerate's own launcher: `NO` (False) and `'NO'` give the same launch when num_processes is written."""
+    launch = pytest.importorskip("accelerate.commands.launch")
+    seen = []
+    for word in ("NO", "'NO'"):
+        path = tmp_path / f"{len(seen)}.yaml"
+        path.write_text(f"compute_environment: LOCAL_MACHINE\ndistributed_type: {word}\nnum_processes: {processes}\n"
+                        "mixed_precision: 'no'\n")
+        args = launch.launch_command_parser().parse_args(["--config_file", str(path), "train.py"])
+        args, _, _ = launch._validate_launch_command(args)
+        seen.append({name: getattr(args, name) for name in ("multi_gpu", "use_deepspeed", "use_fsdp", "tpu",
+                                                            "num_processes", "num_machines", "mixed_precision")})
+    assert seen[0] == seen[1]
+    assert not has(lint(tmp_path, f"distributed_type: NO\nnum_processes: {processes}\n"), "ACC016")
 
 
 def test_positions_of_keys_and_values(tmp_path):
@@ -301,12 +322,19 @@ def test_folder_pairing_lints_the_json_once_in_context(tmp_path):
     assert len(keys) == len(set(keys)), "the JSON was linted twice"
 
 
-def test_explicit_options_win(tmp_path):
+def test_the_yamls_launch_wins_over_world_size(tmp_path):
+    """The YAML states the world size its launch runs the JSON at (13 processes on 2 machines: 6 each, 12);
+    --world-size is for files that do not say (a walk's other configs), and no ACC009 tells the YAML to write it."""
     yaml_path, json_path = write_pair(tmp_path)
     findings = helpers.lint(yaml_path, target="hf-trainer", world_sizes=(32,))
     on_json = [f for f in findings if f.file == str(json_path)]
+    assert {f.world_size for f in on_json if f.code == "DS202"} == {12}
+    assert not any("Accelerate's prepare()" in f.message for f in on_json)  # the target given still counts
+    assert not has(findings, "ACC009")
+    unsaid = write_pair(tmp_path / "unsaid", PAIR_YAML.replace("num_processes: 13\nnum_machines: 2\n"
+                                                               "main_process_ip: 10.0.0.1\n", ""))
+    on_json = [f for f in helpers.lint(unsaid[0], world_sizes=(32,)) if f.file == str(unsaid[1])]
     assert {f.world_size for f in on_json if f.code == "DS202"} == {32}
-    assert not any("Accelerate's prepare()" in f.message for f in on_json)
 
 
 def test_pair_findings_in_both_files(tmp_path):
