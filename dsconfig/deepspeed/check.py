@@ -14,6 +14,7 @@ from ..phases import LOAD, PARSE, STEP
 from ..rules.batch import BATCHNORM_ONE_SAMPLE, MICRO_BATCH_ONE
 from ..rules.files import NOT_AN_OBJECT
 from ..rules.keys import REMOVED_KEY, STEP_VALUE, WRONG_TYPE
+from ..rules.precision import FP16_AND_BF16
 from ..values import describe
 from . import batch, schema, syntax, trainer
 from . import target as auto
@@ -48,13 +49,25 @@ def lint_deepspeed(doc, options) -> list[Finding]:
     return _dedupe(findings)
 
 
+def _precision_filled(config: dict) -> bool:
+    """Whether fp16.enabled or bf16.enabled (or its bfloat16 spelling) is "auto": the target's to fill."""
+    return any(isinstance(config.get(key), dict) and config[key].get("enabled") == "auto"
+               for key in ("fp16", "bf16", "bfloat16"))
+
+
 def config_findings(config: dict, target: targets.Target, options, written=None) -> list[Finding]:
     """Everything after loading, for a config dict as the target hands it to DeepSpeed."""
     world_sizes = options.world_sizes
     sections = check_sections(config)
     findings = list(sections.findings)
     resolved = assume_repaired(config, sections)
-    findings.extend(check_loose(config, resolved))
+    loose = check_loose(config, resolved)
+    if target.fills_auto and _precision_filled(config):
+        # The Trainer (from fp16/bf16, which TrainingArguments refuses together) and Accelerate (from one
+        # mixed_precision) fill an "auto" enabled before DeepSpeed reads it: never both true. DeepSpeed 0.14-0.17
+        # read the unfilled "auto" as true, which is no failure of these launches.
+        loose = [f for f in loose if f.rule is not FP16_AND_BF16]
+    findings.extend(loose)
     findings.extend(check_batch(config, target, world_sizes, written, options.batchnorm))
     already = {f.pointer for f in findings if f.fails_in in (LOAD, PARSE)}
     findings.extend(auto.check_targets(config, target, set(sections.auto_dropped), already))

@@ -670,3 +670,27 @@ def test_e2e_deepspeed_counts_across_epochs(e2e):
     plan = epoch_plan(targets.DEEPSPEED, 10, 2, 3, 1, False)
     assert result["ds_loader_len"] == plan.batches_per_gpu == 5
     assert result["ds_steps"] == [plan.first_epoch_steps, math.floor(2 * plan.batches_per_gpu / 3)] == [1, 3]
+
+
+@pytest.mark.parametrize("version", ["0.14.0", "0.16.0", "0.17.0"])
+def test_precisions_left_auto_are_filled_before_deepspeed_reads_them(tmp_path, version):
+    """The most common Hugging Face config: fp16.enabled and bf16.enabled both "auto". DeepSpeed 0.14-0.17 read an
+    unfilled "auto" as true (DS400 for plain deepspeed.initialize), but the Trainer fills both first, from
+    fp16/bf16 that TrainingArguments refuses together, and Accelerate from one mixed_precision."""
+    from transformers import TrainingArguments
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
+
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}}
+    for flags in ({}, {"bf16": True}, {"fp16": True}):
+        filled = HfTrainerDeepSpeedConfig(json.loads(json.dumps(config)))
+        filled.trainer_config_process(TrainingArguments(output_dir=str(tmp_path), use_cpu=True, **flags))
+        assert not (filled.config["fp16"]["enabled"] and filled.config["bf16"]["enabled"]), flags
+    with pytest.raises(ValueError, match="At most one of fp16 and bf16"):
+        TrainingArguments(output_dir=str(tmp_path), use_cpu=True, fp16=True, bf16=True)
+    text = json.dumps(config)
+    for target in ("hf-trainer", "accelerate"):
+        codes = [f.code for f in lint_text(text, "ds_config.json", target=target, deepspeed_version=version)]
+        assert "DS400" not in codes, (target, codes)
+    plain = [f.code for f in lint_text(text, "ds_config.json", target="deepspeed", deepspeed_version=version)]
+    assert "DS400" in plain
