@@ -231,8 +231,8 @@ def _pieces(text) -> Iterable[str]:
 
 
 def write_into(path: str, text: str | Iterable[str]) -> None:
-    """Write `text` (a string, or its pieces) in UTF-8 into the character device or FIFO `path`: opened without creating or
-    truncating anything, and refused (OSError) if it turns out to be something else."""
+    """Write `text` (a string, or its pieces) in UTF-8 into the character device or FIFO `path`: opened
+    without creating or truncating anything, and refused (OSError) if it turns out to be something else."""
     handle = os.open(path, os.O_WRONLY | os.O_NOCTTY)
     with os.fdopen(handle, "wb") as stream:
         mode = os.fstat(stream.fileno()).st_mode

@@ -38,7 +38,8 @@ class Finding:
         self.rule = rule
         self.code = rule.code
         # interned: a walk over many copies of one config holds each of their messages once
-        self.message = sys.intern(one_line(message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "... (cut)"))
+        message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "... (cut)"
+        self.message = sys.intern(one_line(message))
         self.pointer = pointer
         self.fails_in = fails_in
         self.world_size = world_size
