@@ -284,15 +284,22 @@ def project_ceiling(start: str | None = None) -> str:
     folder = os.path.realpath(start) if start else here
     if start and not os.path.isdir(folder):
         folder = os.path.dirname(folder)
+    root = repository_root(folder)
+    if root is not None:
+        return root
+    return here if inside(folder, here) else folder
+
+
+def repository_root(folder: str) -> str | None:
+    """The nearest folder at or above `folder` (an absolute path) holding `.git`; None outside a repository."""
     current = folder
     while True:
         if os.path.exists(os.path.join(current, ".git")):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            break
+            return None
         current = parent
-    return here if inside(folder, here) else folder
 
 
 def folders_up_to_ceiling(start: str | None = None) -> list[str]:

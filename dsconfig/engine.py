@@ -16,7 +16,7 @@ import os
 from typing import Iterable, NamedTuple
 
 from . import budget, pairs
-from .boundary import Boundary, inside, special
+from .boundary import Boundary, inside, repository_root, special
 from .document import DictDocument, Document, JsonDocument
 from .files import os_reason
 from .findings import Finding
@@ -345,22 +345,10 @@ class _Tracked:
     def holds(self, path: str, is_dir: bool) -> bool:
         if not self.read:
             from . import gitindex
-            root = _repository_root(self.top)
+            root = repository_root(os.path.abspath(self.top))
             self.index = gitindex.tracked(root) if root is not None else None
             self.read = True
         return self.index is not None and self.index.holds(path, is_dir)
-
-
-def _repository_root(folder: str) -> str | None:
-    """The nearest folder holding `.git`, from `folder` up; None outside a repository."""
-    current = os.path.abspath(folder)
-    while True:
-        if os.path.exists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
 
 
 def _entry_problem(path: str, why: str) -> Finding:
@@ -411,16 +399,14 @@ def _read_gitignore(folder: str, problems: list | None):
 
 def _parent_gitignores(folder: str, problems: list | None = None) -> list:
     """The .gitignore files above `folder`, up to the repository root (the folder holding .git)."""
-    chain = []
     current = os.path.abspath(folder)
-    while True:
-        parent = os.path.dirname(current)
-        if os.path.exists(os.path.join(current, ".git")) or parent == current:
-            break
-        current = parent
-        chain.append(current)
-    if not os.path.exists(os.path.join(current, ".git")):
+    root = repository_root(current)
+    if root is None:
         return []  # not inside a repository: only the walked folders' own .gitignore files count
+    chain = []
+    while current != root:
+        current = os.path.dirname(current)
+        chain.append(current)
     return [patterns for folder_ in reversed(chain) if (patterns := _read_gitignore(folder_, problems)) is not None]
 
 
