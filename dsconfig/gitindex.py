@@ -7,7 +7,7 @@ the user's git configuration and whatever it names.
 
 Index format (git's Documentation/gitformat-index.txt): a 12-byte header ("DIRC", version 2, 3 or 4, the
 entry count), then one entry per path: 40 bytes of stat data, the object name (20 bytes, or 32 in a SHA-256
-repository), 2 bytes of flags (3 with the extended flag in version 3 and later), then the path. Versions 2
+repository), 2 bytes of flags (2 more with the extended flag, version 3 and later), then the path. Versions 2
 and 3 end the path with 1 to 8 NUL bytes, padding the entry to a multiple of 8; version 4 writes the path as
 "remove N bytes from the end of the previous path" (a varint) and the rest, ending with one NUL.
 Anything else (a missing index, a `.git` file of a linked work tree, an unknown version, a short read) gives
