@@ -17,6 +17,7 @@ batchnorm = true                      # the model has BatchNorm layers: one samp
 select = ["DS", "ACC"]                # codes, prefixes (DS2, ACC) or rule names (batch-mismatch)
 ignore = ["DS509"]
 fail-on = "warning"                   # error (default) | warning | info
+show-info = true                      # report informational findings (default: counted, not listed)
 exclude = ["legacy/", "**/generated/*.json"]   # gitignore-style, relative to this file's folder
 allow-read = ["../shared-configs"]    # not honoured: only --allow-read on the command line widens what is read
 
@@ -51,7 +52,7 @@ from . import targets
 CONFIG_NAME = ".dsconfig.toml"
 PYPROJECT = "pyproject.toml"
 SEVERITY_NAMES = ("error", "warning", "info")
-KEYS = ("target", "world-sizes", "deepspeed-version", "framework", "batchnorm", "batch-keys", "select", "ignore", "fail-on", "exclude", "allow-read", "per-file-ignores",
+KEYS = ("target", "world-sizes", "deepspeed-version", "framework", "batchnorm", "batch-keys", "select", "ignore", "fail-on", "show-info", "exclude", "allow-read", "per-file-ignores",
         "suppress")
 SUPPRESS_KEYS = ("files", "pointer", "rules", "reason")
 
@@ -92,6 +93,7 @@ class Settings:
         self.select: tuple[str, ...] | None = None
         self.ignore: tuple[str, ...] = ()
         self.fail_on: str | None = None
+        self.show_info: bool = False
         self.exclude: tuple[str, ...] = ()
         self.allow_read: tuple[str, ...] = ()  # absolute paths
         self.per_file_ignores: list[PerFileIgnore] = []
@@ -285,6 +287,10 @@ def _fill(settings: Settings, table: dict, where: str, prefix: str) -> None:
         if fail_on not in SEVERITY_NAMES:
             raise ConfigError(f"{where}: `fail-on` must be error, warning or info, not {fail_on!r}")
         settings.fail_on = fail_on
+    if "show-info" in table:
+        if not isinstance(table["show-info"], bool):
+            raise ConfigError(f"{where}: `show-info` must be true or false")
+        settings.show_info = table["show-info"]
 
     def glob(pattern: str, label: str, position: tuple[int, int]) -> None:
         """A pattern git would not match as written is a usage error, not a glob that silently matches nothing."""

@@ -47,7 +47,8 @@ def _write(folder: str, name: str, data: bytes) -> str:
 
 
 def _lint(*args: str) -> list[str]:
-    return [*DSCONFIG, "lint", *args]
+    # infos shown: many cases prove a file was read by its DS509 note
+    return [*DSCONFIG, "lint", "--show-info", *args]
 
 
 def _file(name: str, data: bytes, *args: str):

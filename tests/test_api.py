@@ -27,7 +27,7 @@ AUTO_BATCH = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "aut
 
 def lint_json(*args) -> list[dict]:
     """`dsconfig lint --no-config --format json ARGS`: each finding's public keys."""
-    result = CliRunner().invoke(cli, ["lint", "--no-config", "--format", "json", *args], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["lint", "--no-config", "--show-info", "--format", "json", *args], catch_exceptions=False)
     assert result.exit_code in (0, 1), result.output
     return [{key: item[key] for key in dsconfig.Finding._fields} for item in json.loads(result.stdout)]
 

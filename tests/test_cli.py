@@ -122,7 +122,7 @@ def test_without_world_size_only_impossible_batches_are_errors(tmp_path):
     status, items = findings(tmp_path, {"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4,
                                         "gradient_accumulation_steps": 4})
     assert "DS203" in codes(items) and status == 1
-    status, items = findings(tmp_path, {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8})
+    status, items = findings(tmp_path, {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8}, "--show-info")
     info = next(i for i in items if i["code"] == "DS204")
     assert "1, 2, 4, 8" in info["message"] and info["severity"] == "info" and status == 0
 
@@ -144,7 +144,7 @@ def test_integral_float_is_reported_although_hjson_reads_an_int(tmp_path):
 
 
 def test_micro_batch_of_one_gets_a_batchnorm_note(tmp_path):
-    status, items = findings(tmp_path, {"train_micro_batch_size_per_gpu": 1})
+    status, items = findings(tmp_path, {"train_micro_batch_size_per_gpu": 1}, "--show-info")
     assert [i["severity"] for i in items if i["code"] == "DS205"] == ["info"]
 
 
@@ -216,7 +216,8 @@ def test_python_dash_m_and_console_script_entry_point(tmp_path):
 def test_dataset_size_adds_steps_per_epoch_for_each_world_size(tmp_path):
     config = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2,
               "zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}
-    status, items = findings(tmp_path, config, "--dataset-size", "10000", "--world-size", "1,2,4")
+    status, items = findings(tmp_path, config, "--dataset-size", "10000", "--world-size", "1,2,4",
+                              "--show-info")
     table = [i for i in items if i["code"] == "DS705"]
     assert [i["world_size"] for i in table] == [1, 2, 4] and status == 0
     # 10000 samples, 8 per GPU per micro step, 2 micro steps per optimizer step: 625 steps on one GPU
@@ -271,7 +272,7 @@ def test_a_crash_in_one_file_does_not_hide_the_others(tmp_path, monkeypatch):
     write(tmp_path, "a_ds_config.json", {"train_batch_size": 8.0})
     write(tmp_path, "b_ds_config.json", {"train_batch_size": 8, "zero_optimization": {"stage": 2, "boom": 1}})
     write(tmp_path, "c_ds_config.json", {"train_batch_size": 8, "zero_optimization": {"stage": "2"}})
-    result = CliRunner().invoke(cli, ["lint", "--no-config", str(tmp_path)])
+    result = CliRunner().invoke(cli, ["lint", "--no-config", "--show-info", str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert "a_ds_config.json:1:" in result.stdout and "c_ds_config.json:1:" in result.stdout
     assert "b_ds_config.json" not in result.stdout
@@ -329,7 +330,8 @@ def test_whole_number_floats_in_the_hf_docs_config_do_not_fail_a_warning_gate(tm
               "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
               "gradient_clipping": "auto", "train_batch_size": "auto", "bf16": {"enabled": "auto"}}
     path = write(tmp_path, "ds_config.json", config)  # json.dumps writes 1e9 as 1000000000.0
-    result = run(path, "--target", "hf-trainer", "--fail-on", "warning", "--format", "json")
+    result = run(path, "--target", "hf-trainer", "--fail-on", "warning", "--format", "json",
+                 "--show-info")
     assert result.exit_code == 0, result.stdout
     reported = json.loads(result.stdout)
     assert codes(reported).count("DS112") == 3 and "DS106" not in codes(reported)
@@ -386,3 +388,25 @@ def test_a_folder_walk_counts_the_files_that_are_no_configs_instead_of_listing_t
                   if item["code"] == "DS005") == ["package.json", "tsconfig.json"]
     named = run(str(tmp_path / "package.json"), "--format", "json")  # a file the user names is still told about
     assert codes(json.loads(named.stdout)) == ["DS005"]
+
+
+def test_infos_are_opt_in(tmp_path):
+    """As in cfn-lint: errors and warnings by default, infos counted; --show-info, a select naming the rule or
+    --fail-on info shows them, and --fix fixes only what is reported."""
+    config = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8}  # DS204 and DS509, both infos
+    path = write(tmp_path, "ds_config.json", config)
+    quiet = run("--no-config", path)
+    assert quiet.exit_code == 0 and quiet.stdout == ""
+    assert "no problems in 1 file" in quiet.stderr and "2 infos not shown (--show-info shows them)" in quiet.stderr
+    shown = run("--no-config", "--show-info", path)
+    assert {line.split()[2] for line in shown.stdout.splitlines()} == {"DS204", "DS509"}
+    assert "not shown" not in shown.stderr
+    for named in ("DS204", "batch-world-sizes"):  # by code or name; a prefix selects rules, not their infos
+        selected = run("--no-config", "--select", named, "--select", "DS", path)
+        assert [line.split()[2] for line in selected.stdout.splitlines()] == ["DS204"]
+    assert run("--no-config", "--select", "DS", path).stdout == ""
+    gate = run("--no-config", "--fail-on", "info", path)
+    assert gate.exit_code == 1 and len(gate.stdout.splitlines()) == 2
+    before = open(path).read()
+    fixed = run("--no-config", "--fix", "--unsafe-fixes", path)
+    assert fixed.exit_code == 0 and open(path).read() == before  # nothing reported, nothing changed

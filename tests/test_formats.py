@@ -237,7 +237,7 @@ def test_github_annotation_levels_and_properties(tmp_path):
 def test_info_findings_are_notices(tmp_path):
     config = tmp_path / "ds_config.json"
     config.write_text('{"train_micro_batch_size_per_gpu": 1, "gradient_clipping": 1.0}')
-    out = lint(str(config), "--no-config", "--format", "github").stdout
+    out = lint(str(config), "--no-config", "--show-info", "--format", "github").stdout
     assert out.startswith("::notice ") and "title=dsconfig DS205::" in out
 
 
@@ -334,7 +334,7 @@ def test_a_name_that_is_not_utf8_keeps_its_bytes_in_json_and_sarif(tmp_path):
 @pytest.mark.parametrize("fmt", ["concise", "full"])
 def test_concise_and_full_escape_the_file_name(tmp_path, fmt):
     (tmp_path / CONTROL).write_text('{"train_batch_size": 7.0}')
-    out = lint(CONTROL, "--no-config", "--format", fmt, cwd=tmp_path).stdout
+    out = lint(CONTROL, "--no-config", "--show-info", "--format", fmt, cwd=tmp_path).stdout
     check_rendered(fmt, out)
     assert out.startswith("ds_config\\n::error file=x::\\x1b[31m\\r\\x9b\\u202e.json:1:1: info DS509 ")
     assert not any(workflow_commands.parse(line) for line in out.split("\n"))
@@ -342,7 +342,7 @@ def test_concise_and_full_escape_the_file_name(tmp_path, fmt):
 
 def test_a_name_that_would_start_a_workflow_command_is_written_with_dot_slash(tmp_path):
     (tmp_path / "::add-mask::ds_config.json").write_text('{"train_batch_size": 7.0}')
-    out = lint("::add-mask::ds_config.json", "--no-config", cwd=tmp_path).stdout
+    out = lint("::add-mask::ds_config.json", "--no-config", "--show-info", cwd=tmp_path).stdout
     assert out.startswith("./::add-mask::ds_config.json:1:1: info DS509 ")
     assert not any(workflow_commands.parse(line) for line in out.split("\n"))
 
@@ -359,7 +359,7 @@ def test_a_key_holding_a_legacy_workflow_command_is_escaped(tmp_path):
 
 def test_github_annotations_name_the_real_file(tmp_path):
     (tmp_path / CONTROL).write_text('{"train_batch_size": 7.0}')
-    out = lint(CONTROL, "--no-config", "--format", "github", cwd=tmp_path).stdout
+    out = lint(CONTROL, "--no-config", "--show-info", "--format", "github", cwd=tmp_path).stdout
     commands = [workflow_commands.parse(line) for line in out.split("\n")[:-1]]
     assert [command.name for command in commands] == ["notice", "error", "notice"]
     assert all(command.properties["file"] == CONTROL for command in commands)

@@ -176,6 +176,7 @@ def test_no_tomllib_import_without_a_config_file(tmp_path):
     ('framework = "lightnin"', "`framework` must be one of lightning, torchrun, accelerate, hf-trainer, deepspeed, "
                                "jax, not 'lightnin'; did you mean `lightning`?"),
     ('batchnorm = "yes"', "`batchnorm` must be true or false"),
+    ('show-info = 1', "`show-info` must be true or false"),
     ('[batch-keys]\n"/data/train_bs" = "per-gpu"', "`batch-keys`: '/data/train_bs=per-gpu': write POINTER=per-device"),
     ('[per-file-ignores]\n"*.json" = ["nope-rule"]', "unknown rule selector `nope-rule`"),
     ('[[suppress]]\nfiles = "x.json"\nrules = ["DS201"]', "`reason` is required"),
@@ -271,10 +272,18 @@ def test_fail_on_from_the_file_cli_overrides(project):
     assert items("configs", "--ignore", "DS401,DS204", "--fail-on", "info")[0] == 0
 
 
+def test_show_info_from_the_file(project):
+    (project / "configs" / "ds_config.json").write_text('{"train_batch_size": 8, "gradient_clipping": 1.0}')
+    assert [item["code"] for item in items("configs")[1]] == []
+    (project / ".dsconfig.toml").write_text("show-info = true\n")
+    assert [item["code"] for item in items("configs")[1]] == ["DS204"]
+
+
 def test_select_from_the_file_cli_select_replaces_it(project):
     (project / ".dsconfig.toml").write_text('select = ["DS4"]\n')
     assert codes(items("configs")[1]) == ["DS401"]
-    assert codes(items("configs", "--select", "DS2")[1]) == ["DS201", "DS204"]
+    assert codes(items("configs", "--select", "DS2")[1]) == ["DS201"]  # a prefix does not show infos
+    assert codes(items("configs", "--select", "DS2", "--show-info")[1]) == ["DS201", "DS204"]
     # a CLI --ignore alone removes from what the file selected
     assert codes(items("configs", "--ignore", "bfloat16-key")[1]) == []
 
@@ -522,5 +531,5 @@ def test_apply_is_what_the_command_reports(project):
     loaded = settings_module.resolve()
     files = engine.collect(["configs"]).files
     found = apply(engine.lint_files(files, engine.Options()).findings, files, loaded)
-    cli_found = items("configs")[1]
+    cli_found = items("configs", "--show-info")[1]
     assert [(f.code, f.file, f.line) for f in found] == [(i["code"], i["file"], i["line"]) for i in cli_found]

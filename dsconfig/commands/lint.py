@@ -30,6 +30,14 @@ class Selection(NamedTuple):
     settings: object  # dsconfig.settings.Settings
     enabled: frozenset  # rule codes reported
     fail_on: str
+    # Informational findings are opt-in, as in cfn-lint: shown with --show-info, --fail-on info, or when a
+    # --select (or the configuration's select) names their rule, or the rule says so (Rule.infos_shown)
+    show_info: bool = False
+    infos_hidden: frozenset = frozenset()  # the codes whose infos are shown only when asked for
+
+    def shows(self, finding) -> bool:
+        return finding.severity != "info" or finding.code not in self.infos_hidden or self.show_info \
+            or self.fail_on == "info"
 
 
 class Inputs(NamedTuple):
@@ -52,6 +60,7 @@ class Outcome(NamedTuple):
     crashed: tuple = ()  # engine.InternalError per file whose checks crashed: reported after the rest, exit 2
     linted: dict = {}  # path -> kind of every document linted (`documents` holds those with findings)
     gitignored: int = 0  # config files a walk or glob skipped because git ignores them (untracked)
+    hidden_infos: int = 0  # informational findings not asked for (--show-info): counted in the summary
 
 
 def _world_sizes(value: str | None) -> tuple[int, ...] | None:
@@ -164,6 +173,9 @@ def _check_output(output_file: str | None, force: bool) -> None:
               help="gitignore-style pattern of files and folders to skip (replaces the configuration's exclude).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True,
               help="Skip what .gitignore files ignore when walking folders and globs.")
+@click.option("--show-info", is_flag=True,
+              help="Report informational findings too (infos); by default only errors and warnings are, and "
+                   "the infos left out are counted. A --select naming a rule shows its infos.")
 @click.option("--show-skipped", is_flag=True,
               help="List the files a folder or glob found that are no DeepSpeed or Accelerate config (DS005); "
                    "by default they are only counted.")
@@ -182,7 +194,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
          model, batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
-         show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
+         show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
 
     Without PATHS, the current folder is linted. `-` reads standard input. With --fix, safe fixes are
@@ -204,6 +216,8 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
         output_file = None
     _check_output(output_file, force)
     selection = _selection(config_path, no_config, select, ignore, fail_on)
+    if show_info:
+        selection = selection._replace(show_info=True)
     if selection.settings.allow_read:
         _warn(f"{selection.settings.display_path}: `allow-read` is not honoured: a repository's own settings cannot "
               "widen what dsconfig reads; give --allow-read PATH on the command line")
@@ -230,6 +244,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
                    writing=apply_fixes and not diff)
     if not show_skipped:
         outcome = _quiet_about_skipped(outcome)
+    outcome = _without_hidden_infos(outcome, selection)
     if diff:
         status = _print_diff(outcome.fixes)
         _exit_if_incomplete(outcome)
@@ -251,6 +266,7 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
 def _selection(config_path, no_config, select, ignore, fail_on) -> Selection:
     """The configuration file, then the command line's --select/--ignore/--fail-on over it."""
     from .. import settings as settings_module
+    from ..rules import BY_NAME, RULES
     from ..suppress import enabled_codes
 
     try:
@@ -261,7 +277,12 @@ def _selection(config_path, no_config, select, ignore, fail_on) -> Selection:
     cli_select, cli_ignore = _selectors(select, "--select"), _selectors(ignore, "--ignore")
     if cli_select is not None or cli_ignore is not None:
         layers.append((cli_select, cli_ignore or ()))
-    return Selection(settings, enabled_codes(layers), fail_on or settings.fail_on or "error")
+    # a select naming a rule by its code or name shows its infos; a prefix (DS, ACC0) or ALL does not
+    named = {BY_NAME[word].code if word in BY_NAME else word
+             for chosen in (settings.select, cli_select) if chosen for word in chosen}
+    infos_hidden = frozenset(code for code, rule in RULES.items() if not rule.infos_shown and code not in named)
+    return Selection(settings, enabled_codes(layers), fail_on or settings.fail_on or "error",
+                     show_info=settings.show_info, infos_hidden=infos_hidden)
 
 
 def _options(settings, paths, target, world_size, gpus, nodes, training_args, dataset_size, max_file_size,
@@ -388,8 +409,11 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
         options = inputs.options._replace(found=collection.found, boundary=collection.boundary + allowed)
         if fixing:
             from .. import fix
-            fixes = fix.run(files, options, Suppressor(settings, selection.enabled).keep, unsafe=unsafe,
-                            stdin=inputs.stdin_text, writing=writing)
+            suppressor = Suppressor(settings, selection.enabled)
+
+            def keep(finding) -> bool:  # what is reported is what is fixed
+                return suppressor.keep(finding) and selection.shows(finding)
+            fixes = fix.run(files, options, keep, unsafe=unsafe, stdin=inputs.stdin_text, writing=writing)
             found, documents, crashed, linted = fixes.findings, fixes.documents, fixes.crashed, fixes.linted
             unused = fixes.unused
         else:
@@ -411,6 +435,14 @@ def _run(inputs: Inputs, selection: Selection, exclude, respect_gitignore: bool,
     findings = apply(found, set(files) | set(linted), settings, selection.enabled)
     return Outcome(files, findings, documents, fixes, collection.missing, collection.found, crashed=crashed,
                    linted=linted, gitignored=collection.gitignored)
+
+
+def _without_hidden_infos(outcome: Outcome, selection: Selection) -> Outcome:
+    """The infos not asked for are counted, not listed (Selection.shows)."""
+    shown = [f for f in outcome.findings if selection.shows(f)]
+    if len(shown) == len(outcome.findings):
+        return outcome
+    return outcome._replace(findings=shown, hidden_infos=len(outcome.findings) - len(shown))
 
 
 def _quiet_about_skipped(outcome: Outcome) -> Outcome:
@@ -520,6 +552,10 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         if outcome.skipped:
             line += (f"; {outcome.skipped} other file{'' if outcome.skipped == 1 else 's'} skipped (no DeepSpeed or "
                      "Accelerate config; --show-skipped lists them)")
+        if outcome.hidden_infos:
+            many = outcome.hidden_infos != 1
+            line += (f"; {outcome.hidden_infos} info{'s' if many else ''} not shown (--show-info shows "
+                     f"{'them' if many else 'it'})")
         if outcome.gitignored:  # never a bare "no problems" over configs that were not read
             many = outcome.gitignored != 1
             line += (f"; {outcome.gitignored} untracked .json/.yaml/.toml file{'s' if many else ''} that git "

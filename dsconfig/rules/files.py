@@ -163,6 +163,7 @@ NOT_A_CONFIG = Rule(
         """),
     fix="""Nothing to fix for files that are not configs. A DeepSpeed config that is skipped lacks the keys that
     identify one: add its batch size (`train_micro_batch_size_per_gpu`), which DeepSpeed requires anyway (DS200).""",
+    infos_shown=True,  # reported for a file named on the command line without --show-info (a walk counts them)
 )
 
 NON_INTEGER_BATCH_SIZE = Rule(

@@ -95,6 +95,7 @@ class Example(NamedTuple):
     options: dict
     note: str = ""
     links: tuple[tuple[str, str], ...] = ()  # (relative path, where that symbolic link points)
+    show_info: bool = False  # the command says --show-info (an info rule's examples: infos are opt-in)
 
     def command(self) -> str:
         """The command line that reproduces the example (training_args are shown as training_args.json)."""
@@ -122,6 +123,8 @@ class Example(NamedTuple):
             words += ["--model", options["model"]]
         if options.get("max_bytes"):
             words += ["--max-file-size", str(options["max_bytes"])]
+        if self.show_info:
+            words.append("--show-info")
         return " ".join(words)
 
     def build(self, folder: str) -> None:
@@ -181,10 +184,11 @@ class Rule:
     """One rule, declared once (in the dsconfig.rules module of its area)."""
 
     __slots__ = ("code", "name", "severity", "summary", "fails_in", "what", "why", "failing", "passing", "fix",
-                 "autofix")
+                 "autofix", "infos_shown")
 
     def __init__(self, code: str, name: str, severity: str, *, summary: str, fails_in: tuple, what: str, why: str,
-                 failing: Example, passing: Example, fix: str, autofix: Autofix | None = None):
+                 failing: Example, passing: Example, fix: str, autofix: Autofix | None = None,
+                 infos_shown: bool = False):
         assert severity in SEVERITIES, (code, severity)
         assert fails_in and all(phase in PHASES or phase is SILENT for phase in fails_in), (code, fails_in)
         self.code = code
@@ -194,6 +198,11 @@ class Rule:
         self.fails_in = tuple(fails_in)
         self.what = _prose(what)
         self.why = _prose(why)
+        # Infos are opt-in, as in cfn-lint: `dsconfig lint` reports them with --show-info or when a select names
+        # the rule (unless infos_shown), so an info rule's examples run with --show-info
+        self.infos_shown = infos_shown
+        if severity == INFO and not infos_shown:
+            failing, passing = failing._replace(show_info=True), passing._replace(show_info=True)
         self.failing = failing
         self.passing = passing
         self.fix = _prose(fix)

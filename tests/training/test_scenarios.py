@@ -37,7 +37,7 @@ def lint(*args):
 
 
 def found(*args):
-    result = lint(*args, "--format", "json")
+    result = lint(*args, "--show-info", "--format", "json")  # the scenarios read infos too
     assert result.exit_code in (0, 1), result.output
     items = json.loads(result.stdout)
     for item in items:  # a walk of "." names ./train.py
