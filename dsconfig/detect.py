@@ -49,8 +49,7 @@ _ACCELERATE_NAME = re.compile(r"accelerate|deepspeed|fsdp|zero|(^|[^a-z])ds", re
 
 
 def _deepspeed_score(value: dict, filename: str) -> bool:
-    strong = sum(1 for key in value if key in _DEEPSPEED_ONLY
-                 and (key not in _SECTION_WORDS or isinstance(value[key], dict)))
+    strong = sum(1 for key in value if key in _DEEPSPEED_ONLY and _counts_as_deepspeed(key, value[key]))
     strong += sum(1 for key in _SHARED_SECTIONS if isinstance(value.get(key), dict))
     training = sum(1 for key in value if key in _TRAINING_ARGS)
     if strong == 0:
@@ -84,17 +83,63 @@ _TRAINER_MARKERS = {"output_dir": (str,), "per_device_train_batch_size": (int,),
                     "activation_checkpointing": (bool,)}
 
 
+# Keys of other trainers' configs that also write `fsdp_config`, `output_dir` or `gradient_accumulation_steps`
+# with their own meaning: axolotl (micro_batch_size, base_model, sequence_len), Composer and llm-foundry
+# (max_duration, global_train_batch_size, device_train_microbatch_size). No TrainingArguments field has these names.
+_OTHER_TRAINERS = frozenset({"micro_batch_size", "base_model", "sequence_len", "max_duration",
+                             "global_train_batch_size", "device_train_microbatch_size", "device_train_batch_size"})
+
+
 def training_arguments(value) -> bool:
     """Conservatively, a JSON or YAML object of HF TrainingArguments: at least three keys that are
     TrainingArguments fields (schemas/training-args.json), one of them a Trainer marker of its type, and
     no key only an Accelerate config has; or `fsdp` / `fsdp_config` next to `output_dir`."""
     if not isinstance(value, dict) or any(key in value for key in _ACCELERATE_ONLY):
         return False
+    if any(key in value for key in _OTHER_TRAINERS):
+        return False
     if not any(isinstance(value.get(key), types) for key, types in _TRAINER_MARKERS.items()):
         return False
     from .fsdp.trainer_args import fields
     return len(fields().intersection(value)) >= 3 or bool({"fsdp", "fsdp_config"}.intersection(value)) and \
         isinstance(value.get("output_dir"), str)
+
+
+# A value written as a bare upper-case word (`"train_batch_size": CONFIG_BATCH_SIZE,`): a placeholder that a
+# script replaces (sed) before DeepSpeed reads the file, as Megatron-DeepSpeed's *_TEMPLATE.json files are.
+_PLACEHOLDER = re.compile(r"""^[ \t]*"[^"\n]+"[ \t]*:[ \t]*([A-Z][A-Z0-9_]*[A-Z0-9])[ \t]*,?[ \t]*$""", re.MULTILINE)
+
+
+def placeholders(text: str) -> list[str]:
+    """The bare upper-case placeholders a JSON template holds where values belong (none in real JSON)."""
+    return list(dict.fromkeys(_PLACEHOLDER.findall(text)))
+
+
+# Keys of a DeepSpeed config that hold a number (or "auto"): another program's object of the same name
+# (composer's `"gradient_clipping": {"name": ...}` algorithm card) does not make a DeepSpeed config.
+_SCALAR_KEYS = frozenset({"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_clipping",
+                          "steps_per_print", "gradient_predivide_factor", "prescale_gradients",
+                          "wall_clock_breakdown", "memory_breakdown", "dump_state", "zero_allow_untested_optimizer",
+                          "zero_force_ds_cpu_optimizer", "disable_allgather", "sparse_gradients",
+                          "dataloader_drop_last", "disable_python_gc", "communication_data_type"})
+
+
+def _counts_as_deepspeed(key: str, item) -> bool:
+    if key in _SECTION_WORDS:
+        return isinstance(item, dict)
+    if key in _SCALAR_KEYS:
+        return not isinstance(item, (dict, list))
+    return True
+
+
+def foreign(value: dict) -> str | None:
+    """The other framework a config with DeepSpeed-looking keys belongs to, or None. GPT-NeoX writes its
+    arguments with hyphens (`num-layers`) next to the DeepSpeed sections it hands on; DeepSpeed itself has no
+    hyphenated key."""
+    hyphenated = sum(1 for key in value if isinstance(key, str) and "-" in key)
+    if hyphenated >= 2:
+        return "GPT-NeoX (hyphenated argument names)"
+    return None
 
 
 def classify(filename: str, value, is_yaml: bool) -> str:
@@ -111,8 +156,9 @@ def classify(filename: str, value, is_yaml: bool) -> str:
         return "accelerate"
     # A YAML file named like a launcher config with one Accelerate key (a config missing distributed_type),
     # unless it is Trainer arguments with their own `fsdp_config` (a recipe's config_fsdp.yaml).
-    if is_yaml and accelerate_keys and named_like_accelerate(base) and not training_arguments(value):
+    if is_yaml and accelerate_keys and named_like_accelerate(base) and not training_arguments(value) \
+            and not any(key in value for key in _OTHER_TRAINERS):
         return "accelerate"
-    if _deepspeed_score(value, base):
+    if _deepspeed_score(value, base) and foreign(value) is None:
         return "deepspeed"
     return "other"

@@ -488,8 +488,6 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
             crashed.extend(InternalError(path, error) for path, error in script_result.crashed)
             documents.update(script_docs)
             findings.extend(_unused_by_scripts(script_result, options))
-            if script_result.batchnorm is not None and not options.batchnorm:
-                options = options._replace(batchnorm=True)
 
     sides = pairs.find_sides(docs.values())
     paired: dict[str, list[pairs.Side]] = {}
@@ -505,14 +503,15 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
             paired.setdefault(os.path.realpath(side.json_path), []).append(side)
 
     launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
-    training_options = _launched_by(docs.values(), options)
+    launches = () if options.world_sizes else pairs.launches(docs.values())
     for real, doc in docs.items():
         if real not in paired:  # a paired JSON is linted below, in its pair's context
             found = checked_early.pop(real, None) if options is asked else None
             if found is None:
                 try:
                     with budget.per_file():
-                        found = _checked(doc, training_options if doc.kind == "other" else options)
+                        found = _checked(doc, _launched_by(launches, doc.path, options) if doc.kind == "other"
+                                         else options)
                 except budget.Overrun as error:  # the timer's repeat, after the check had caught the first
                     found = InternalError(doc.path, error)
             if isinstance(found, InternalError):
@@ -604,12 +603,17 @@ def _unused_by_scripts(result, options: Options) -> list[Finding]:
 
 
 def _cite_batchnorm(findings: list[Finding], evidence) -> None:
-    """A DS207 that holds because a script builds BatchNorm layers cites that line."""
+    """A DS205 note (one sample per device) cites the BatchNorm layer a linted script builds. It stays a note:
+    the layer may belong to a test, a metric or a demo rather than the model trained, and BatchNorm fails
+    only on one value per channel (BatchNorm1d on (1, C)); BatchNorm2d on (1, C, H, W) trains. --batchnorm
+    says the trained model has such a layer, and makes it DS207."""
     file, line, column, _ = evidence
     for finding in findings:
-        if finding.code == "DS207" and not finding.related:
-            finding.message += f" (BatchNorm found in a linted script: {file}:{line})"
-            finding.related = ((file, line, column, "BatchNorm layer built here: one sample per device fails in it"),)
+        if finding.code == "DS205" and not finding.related:
+            finding.message += (f" (a linted script builds BatchNorm at {file}:{line}; it fails only where it sees "
+                                "one value per channel, as BatchNorm1d on a (1, C) batch: if the trained model "
+                                "does, --batchnorm makes this an error)")
+            finding.related = ((file, line, column, "BatchNorm layer built here"),)
 
 
 def _lint_scripts(paths: list[str], options: Options, config_values: dict):
@@ -636,16 +640,19 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     return findings, documents, result
 
 
-def _launched_by(docs, options: Options) -> Options:
-    """Without a world size given, a project's training configs are checked at the world size the
-    Accelerate YAMLs linted with them launch (`num_processes`): one launch, its batch sizes in another file."""
-    if options.world_sizes:
+def _launched_by(launches, path: str, options: Options) -> Options:
+    """Without a world size given, a training config is checked at the world size the Accelerate YAMLs of
+    its project launch (`num_processes`): those in its folder or a folder above it (a root
+    accelerate_config.yaml and configs/train.yaml), not a YAML of a sibling example."""
+    if options.world_sizes or not launches:
         return options
-    launches = pairs.launches(docs)
-    if not launches:
+    folder = os.path.dirname(os.path.abspath(path))
+    near = [(yaml, size) for yaml, size in launches
+            if inside(folder, os.path.dirname(os.path.abspath(yaml)))]
+    if not near:
         return options
-    sizes = tuple(sorted({size for _, size in launches}))
-    names = ", ".join(dict.fromkeys(os.path.basename(path) for path, _ in launches))
+    sizes = tuple(sorted({size for _, size in near}))
+    names = ", ".join(dict.fromkeys(os.path.basename(yaml) for yaml, _ in near))
     return options._replace(world_sizes=sizes, world_source=f"launched by {names}")
 
 
@@ -882,6 +889,8 @@ def _classify(doc: JsonDocument, named: bool = False) -> str:
     from . import detect
     if named and not doc.text.strip():
         return "deepspeed"  # empty: DeepSpeed's hjson reads {}, then finds no batch size
+    if _template(doc, named):
+        return "other"  # lint_other says why it is skipped
     if doc.scan is not None or doc.json_error is None:
         value = doc.hjson_value if doc.scan is not None else doc.json_value
         if named and not isinstance(value, dict):
@@ -890,6 +899,12 @@ def _classify(doc: JsonDocument, named: bool = False) -> str:
     # Unreadable by both loaders: a file named on the command line or like a DeepSpeed config gets the
     # load error reported; a walk skips it.
     return "deepspeed" if named or detect.named_like_deepspeed(doc.path) else "other"
+
+
+def _template(doc: JsonDocument, named: bool) -> bool:
+    """A walked JSON file that json.load rejects because of bare placeholders (a script fills them)."""
+    from . import detect
+    return not named and doc.json_error is not None and bool(detect.placeholders(doc.text))
 
 
 def place(doc: Document, findings: list[Finding]) -> list[Finding]:

@@ -17,6 +17,12 @@ def lint_other(doc, options) -> list[Finding]:
     """The training-config findings, or DS005. Records on `doc.checked_with` the run options used."""
     loaded, value = doc.tree
     walked = doc.path in options.found
+    if doc.format == "json" and doc.json_error is not None:
+        filled = detect.placeholders(doc.text)
+        if filled:  # Megatron-DeepSpeed's ds_config_gpt_TEMPLATE.json: a script writes the real config
+            shown = ", ".join(filled[:3]) + (", ..." if len(filled) > 3 else "")
+            return [Finding(NOT_A_CONFIG, f"a template, not a config: a script fills its placeholders ({shown}) "
+                                          "before DeepSpeed reads the result; lint the file it writes; skipped")]
     if not loaded:
         if doc.format == "toml":
             return []  # a named TOML that does not parse is DS000 (engine); a walk passes it in silence
@@ -25,6 +31,9 @@ def lint_other(doc, options) -> list[Finding]:
         why = "it is nested too deeply to read" if "nesting too deep" in doc.load_error.message \
             else "it is not valid JSON"
         return [Finding(NOT_A_CONFIG, f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped")]
+    if isinstance(value, dict) and detect.foreign(value):
+        # its batch keys are that framework's; the DeepSpeed sections it hands on are checked where it writes them
+        return [Finding(NOT_A_CONFIG, f"a {detect.foreign(value)} config, not a DeepSpeed one; skipped")]
     from .training import configs
     outcome = configs.check(value, options, fixable=doc.format != "toml")
     trainer = _trainer_fsdp(doc, value, options) if doc.format != "toml" and detect.training_arguments(value) else None

@@ -62,6 +62,14 @@ def resolve(yaml_path: str, written: str) -> tuple[str | None, str]:
         return (written if _exists(written) else None), "absolute"
     candidates = [(written, "relative to the working directory"),
                   (os.path.join(os.path.dirname(yaml_path), written), "relative to the YAML's folder")]
+    # `accelerate launch` may run in any folder above the YAML (trlx's examples/summarize_rlhf runs with
+    # configs/default_accelerate_config.yaml naming configs/ds_config.json): up to the repository's root
+    from .boundary import repository_root
+    folder = os.path.dirname(os.path.abspath(yaml_path))
+    top = repository_root(folder)
+    while top is not None and folder != top and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+        candidates.append((os.path.relpath(os.path.join(folder, written)), "relative to a folder above the YAML"))
     for candidate, how in candidates:
         if _exists(candidate):
             return candidate, how

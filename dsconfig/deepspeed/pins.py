@@ -156,9 +156,14 @@ def _resolve(pin: Pin) -> Choice:
     where = f"{pin.file}:{pin.line}"
     allowed = [release for release in SUPPORTED if specifiers.allows(pin.constraint, release)]
     if not allowed:
+        # a pin below every replayed release (trlx's deepspeed==0.10.1) is closest to the oldest one: the newest
+        # would report as removed what that release still accepts
+        mentioned = [key(found) for found in re.findall(r"\d+\.\d+(?:\.\d+)?", pin.spec)]
+        older = bool(mentioned) and max(mentioned) < key(OLDEST)
+        closest = OLDEST if older else NEWEST
         reason = (f"{where} pins {pin.spec}, which allows no release dsconfig replays ({OLDEST} to {NEWEST}); "
-                  "newest supported release")
-        return Choice(NEWEST, reason, "pin", pin.file, pin.line)
+                  f"{'oldest' if older else 'newest'} supported release")
+        return Choice(closest, reason, "pin", pin.file, pin.line)
     if pin.rank == 0:
         reason = f"locked in {where} ({pin.spec})"
     elif len(allowed) == 1:

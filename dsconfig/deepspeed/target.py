@@ -116,7 +116,9 @@ def check_targets(config: dict, target: Target, dropped: set[str], already: set[
             "Lightning raises \"Do not set `gradient_accumulation_steps` in the DeepSpeed config as this will be set "
             "with the `accumulate_grad_batches` argument passed via the Lightning Trainer\"; remove the key",
             batch.POINTER[batch.GAS], fails_in=INITIALIZE, on_key=True))
-    if target.fills_auto and "zero_optimization" not in config:
+    # an autotuning config is the autotuner's input: each experiment it runs gets its own ZeRO section
+    autotuning = isinstance(config.get("autotuning"), dict) and config["autotuning"].get("enabled") is True
+    if target.fills_auto and "zero_optimization" not in config and not autotuning:
         findings.append(Finding(
             ZERO_SECTION_REQUIRED,
             f"{who} builds a DeepSpeedPlugin from this file and raises \"Please specify the ZeRO optimization config "

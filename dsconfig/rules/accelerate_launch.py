@@ -10,11 +10,13 @@ from ..phases import INITIALIZE, LAUNCH, SILENT
 from .rule import ACC_DEEPSPEED, ERROR, UNSAFE, WARNING, Autofix, Rule, acc
 
 NUM_PROCESSES_MISSING = Rule(
-    "ACC007", "num-processes-missing", ERROR,
-    summary="No num_processes for a distributed launch",
-    what="Reports a distributed launch (any `distributed_type` but `NO`) without `num_processes`.",
-    why="""`accelerate launch` fails with `ValueError`: "You need to manually pass in `--num_processes` using this
-    config yaml.\"""",
+    "ACC007", "num-processes-missing", WARNING,
+    summary="No num_processes for a distributed launch: the launch command must give --num_processes",
+    what="""Reports a distributed launch (any `distributed_type` but `NO`) without `num_processes`. A warning, not an
+    error: a launch script may give `--num_processes` (Accelerate's own SLURM example does), and dsconfig does not
+    see the command.""",
+    why="""Without `--num_processes` on its command line, `accelerate launch` fails with `ValueError`: "You need to
+    manually pass in `--num_processes` using this config yaml.\"""",
     fails_in=(LAUNCH,),
     failing=acc("""
         compute_environment: LOCAL_MACHINE

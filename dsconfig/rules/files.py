@@ -172,8 +172,11 @@ NON_INTEGER_BATCH_SIZE = Rule(
     what="""Reports, in a project's own training config (JSON, YAML or TOML, OmegaConf/Hydra style included; any
     file that is not a DeepSpeed or Accelerate config), a batch-size key anywhere in the tree (`batch_size`,
     `train_bs`, `micro_batch_size`, `per_device_train_batch_size`, `global_batch_size`, `batch_size_per_gpu`, ...)
-    holding a float (even `7.0`), a string (`"8"`), a boolean, zero or a negative number. `"auto"`, null, `???`
-    and `${...}` interpolations that resolve to an integer are left alone.""",
+    holding a float (even `7.0`) or a number in quotes (`"8"`). `"auto"`, null, `???` and `${...}` interpolations
+    that resolve to an integer are left alone, and so is what the file's own program may mean by a non-batch: a
+    boolean (a flag such as `pad_samples_to_global_batch_size`), zero or a negative number (0 "as in training",
+    -1 "all at once"), a word, and a file whose values are all text (a translation table, a dump of
+    arguments).""",
     why="""Training scripts hand these values straight to `torch.utils.data.DataLoader`, which raises `ValueError:
     batch_size should be a positive integer value, but got batch_size=7.0`, or to a bucket sampler that
     multiplies a list by it: `TypeError: can't multiply sequence by non-int of type 'float'`. A batch of more than

@@ -115,19 +115,26 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
         return None
     findings: list[Finding] = []
     good: list[Entry] = []
+    dump = _all_strings(root)  # a translation table or a dump of arguments as text: no program's batch size
     for entry in entries:
-        problem = _type_problem(entry, fixable)
+        problem = None if dump else _type_problem(entry, fixable)
         if problem is not None:
             findings.append(problem)
         elif _positive_int(entry.value):
             good.append(entry)
     used = {"world_sizes", "batchnorm"}  # every world size and BatchNorm was checked against each batch
-    world_sizes = options.world_sizes
+    world_sizes, source = options.world_sizes, options.world_source
+    own = _own_world_size(root)
+    if own is not None:  # the file states its launch (Lightning's trainer.devices × num_nodes, litgpt's devices)
+        world_sizes, source = (own[0],), f"the file's own {own[1]}"
+    parallel = _model_parallel(root)
+    if parallel > 1 and world_sizes:  # Megatron / NeMo: the batch splits over the data-parallel ranks only
+        world_sizes = tuple(world // parallel for world in world_sizes if world % parallel == 0 and world >= parallel)
     for entry in good:
         if entry.kind == GLOBAL and world_sizes:
             findings.extend(_split(root, entry, world_sizes, options.batchnorm))
         elif entry.kind == PER_DEVICE and world_sizes and _training(entry):
-            findings.append(_global_batch(root, entry, world_sizes, options.world_source))
+            findings.append(_global_batch(root, entry, world_sizes, source))
         # evaluation batches are exempt: BatchNorm in eval mode uses its running statistics
         if entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm and _training(entry):
             findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{dotted(entry.pointer)} is 1 per device and the model has "
@@ -138,6 +145,40 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
         used.add("dataset_size")
         findings.extend(_steps_tables(root, good, options))
     return Outcome(findings, frozenset(used))
+
+
+_DEVICE_KEYS = ("devices", "num_gpus", "n_gpus", "gpus", "nproc_per_node")
+_NODE_KEYS = ("num_nodes", "nodes", "nnodes")
+_PARALLEL_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+
+
+def _own_world_size(root) -> tuple[int, str] | None:
+    """(world size, how the file says it) when the file states its own launch as whole numbers: `devices`
+    (with `num_nodes`) at its top or under `trainer`. `devices: auto` or a list of ids says nothing certain."""
+    for where in (root, root.get("trainer") if isinstance(root, dict) else None):
+        if not isinstance(where, dict):
+            continue
+        devices = next(((key, where[key]) for key in _DEVICE_KEYS if _positive_int(where.get(key))), None)
+        if devices is None or devices[1] >= IMPLAUSIBLE:
+            continue
+        nodes = next(((key, where[key]) for key in _NODE_KEYS if _positive_int(where.get(key))), None)
+        prefix = "trainer." if where is not root else ""
+        if nodes is not None and nodes[1] < IMPLAUSIBLE:
+            return devices[1] * nodes[1], f"{prefix}{devices[0]} {devices[1]} × {prefix}{nodes[0]} {nodes[1]}"
+        return devices[1], f"{prefix}{devices[0]} {devices[1]}"
+    return None
+
+
+def _model_parallel(root) -> int:
+    """The GPUs one model replica spans (tensor × pipeline × context parallel), written at the top or under
+    `model`, as Megatron and NeMo configs write them; 1 when none is written."""
+    product = 1
+    for where in (root, root.get("model") if isinstance(root, dict) else None):
+        if isinstance(where, dict):
+            for key in _PARALLEL_KEYS:
+                if _positive_int(where.get(key)) and where[key] < 1 << 20:
+                    product *= where[key]
+    return product
 
 
 def _positive_int(value) -> bool:
@@ -160,20 +201,16 @@ def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
     if _positive_int(value) and value >= IMPLAUSIBLE:
         return Finding(NON_INTEGER_BATCH_SIZE, f"{name} is a {digits(value)}-digit number: more samples per step "
                                                "than any data set holds; a typo?", entry.pointer, fails_in=SILENT)
-    if _positive_int(value) or _skipped(value):
+    if _positive_int(value) or _skipped(value) or _sentinel(value):
         return None
     fix = None
-    if isinstance(value, bool):
-        what = "a boolean, not a number of samples"
-    elif isinstance(value, float):
+    if isinstance(value, float):
         what = "a float"
         if math.isfinite(value) and value.is_integer() and value > 0:
             fix = int(value)
     elif isinstance(value, str):
         what = "a string"
         fix = _integer_text(value)
-    elif isinstance(value, int):
-        what = "zero" if value == 0 else "negative"
     else:
         what = f"a {type(value).__name__}"
     via = f" (from {brief(entry.written)})" if entry.written is not value else ""
@@ -183,6 +220,40 @@ def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
         message += f"; write {fix}"
     pointer_fix = str(fix) if fix is not None and fixable and entry.written is value else None
     return Finding(NON_INTEGER_BATCH_SIZE, message, entry.pointer, fails_in=STEP, fix=pointer_fix)
+
+
+def _all_strings(root) -> bool:
+    """Every scalar of the tree is a string (`{"batch_size": "Batch Size"}`, a test's dump of arguments)."""
+    stack, seen, scalars = [root], set(), 0
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(node.values() if isinstance(node, dict) else node)
+        elif node is not None:
+            if not isinstance(node, str):
+                return False
+            scalars += 1
+    return scalars > 1
+
+
+def _sentinel(value) -> bool:
+    """What the file's own program means by a non-batch: a boolean (`pad_samples_to_global_batch_size: false` is
+    a flag), zero or a negative number (0 "as in training", -1 "all at once"), a word (`"??"`, `"full"`). Which
+    program reads the file is unknown, so these are left alone; a float or a number in quotes is not."""
+    if isinstance(value, bool) or (isinstance(value, int) and value <= 0):
+        return True
+    return isinstance(value, str) and _integer_text(value) is None and not _number_text(value)
+
+
+def _number_text(text: str) -> bool:
+    try:
+        float(text.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def _integer_text(text: str) -> int | None:
@@ -244,7 +315,9 @@ def _parent(root, entry: Entry) -> dict:
 def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
     """DS208 / DS207 / DS205 for a global batch at each world size."""
     name, total = dotted(entry.pointer), entry.value
-    accumulation = _accumulation(root, entry)
+    # An accumulation written beside the batches is what the loop uses; one elsewhere in the file may be
+    # derived by it (NeMo's trainer.accumulate_grad_batches: 1 next to model.global_batch_size)
+    accumulation = _sibling(root, entry, ACCUMULATION_KEYS)
     accum = accumulation[1] if _usable(accumulation) else None
     per_device = _per_device_sibling(root, entry)
     training = _training(entry)  # evaluation batches: BatchNorm in eval mode uses its running statistics

@@ -12,6 +12,7 @@ BatchNorm layers and which engine options each script's checks used.
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -90,8 +91,11 @@ def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Itera
         try:
             found = _sharded_twice(project, source, world_sizes, dataset_size, config_values, used, memo)
             found += _float_batch_sizes(project, source)
-            if sharded:
-                found += _indivisible(project, source, world_sizes, batchnorm or norm is not None, norm, used, memo)
+            # a test's batch runs on the test machine's devices, not the launch's; a BatchNorm some script builds
+            # may not be the trained model's (--batchnorm says it is)
+            if sharded and not _a_test(source.path):
+                found += _indivisible(project, source, world_sizes, batchnorm, norm if batchnorm else None, used,
+                                      memo)
         except Exception as error:  # noqa: BLE001 - reported as that script's internal error
             crashed.append((source.path, error))
             continue
@@ -421,9 +425,9 @@ def _table(keyword: str, batch: int | None, batch_how: str, world_sizes, dataset
 
 def _float_batch_sizes(project: Project, source: Source) -> list[Finding]:
     findings = []
-    for node, what, phase in _batch_sinks(project, source):
+    for node, what, phase, literal in _batch_sinks(project, source):
         value = value_of(project, source, node)
-        if value.kind != FLOAT:
+        if value.kind != FLOAT or (literal and not _numbers_divided(project, value)):
             continue
         made = _short(value.node) if value.node is not None else _short(node)
         if phase == INITIALIZE:
@@ -442,9 +446,26 @@ def _float_batch_sizes(project: Project, source: Source) -> list[Finding]:
     return findings
 
 
+def _a_test(path: str) -> bool:
+    """pytest's file names (test_*.py, *_test.py) or a file under a tests/ or test/ folder."""
+    parts = path.replace(os.sep, "/").split("/")
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or any(p in ("tests", "test") for p in parts[:-1])
+
+
+def _numbers_divided(project: Project, value) -> bool:
+    """A float made by dividing something known to be a number (`num_samples / 2`, `cfg.batch / world` with the
+    config's integer). In a dict literal a division of two unknowns may be of tensors: OpenRLHF returns
+    `{"global_batch_size": num_samples / gas}`, a loss normaliser, with its other statistics."""
+    node = value.node
+    if not isinstance(node, ast.BinOp) or value.source is None:
+        return True  # a float literal
+    return any(value_of(project, value.source, side).kind in (INT, FLOAT) for side in (node.left, node.right))
+
+
 def _batch_sinks(project: Project, source: Source):
-    """(expression, what it is, phase) for every place a batch size goes: DataLoader, BatchSampler and
-    project sampler arguments; stores into config batch keys."""
+    """(expression, what it is, phase, in a dict literal) for every place a batch size goes: DataLoader,
+    BatchSampler and project sampler arguments; stores into config batch keys."""
     for call in source.calls:
         if not _last_name(call.func).endswith(("Loader", "Sampler")):
             continue
@@ -452,28 +473,28 @@ def _batch_sinks(project: Project, source: Source):
         if isinstance(target, External) and target.name in DATALOADERS | BATCH_SAMPLERS:
             given = argument(call, "batch_size", 1)
             if given is not None:
-                yield given, f"{target.name.rpartition('.')[2]}(batch_size=...)", INITIALIZE
+                yield given, f"{target.name.rpartition('.')[2]}(batch_size=...)", INITIALIZE, False
         elif isinstance(target, Defined) and isinstance(target.node, ast.ClassDef):
             for kw in call.keywords:
                 if kw.arg and is_batch_key(kw.arg):
-                    yield kw.value, f"{target.node.name}({kw.arg}=...)", INITIALIZE
+                    yield kw.value, f"{target.node.name}({kw.arg}=...)", INITIALIZE, False
     for store in source.stores:
         if not isinstance(store, ast.Assign):
             continue
         for target in store.targets:
             if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
                     and isinstance(target.slice.value, str) and is_batch_key(target.slice.value):
-                yield store.value, f"the config key {_short(target)}", STEP
+                yield store.value, f"the config key {_short(target)}", STEP, False
             elif isinstance(target, ast.Attribute) and is_batch_key(target.attr):
                 path = dotted_path(target)
                 if path is not None and len(path) >= 2 and path[0] not in ("self", "cls"):
-                    yield store.value, f"the config key {_short(target)}", STEP
+                    yield store.value, f"the config key {_short(target)}", STEP, False
     for literal in source.dicts:
         if not _config_literal(source, literal):
             continue
         for key, value in zip(literal.keys, literal.values):
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and is_batch_key(key.value):
-                yield value, f"the config key {key.value!r}", STEP
+                yield value, f"the config key {key.value!r}", STEP, True
 
 
 # where a dict literal is a config: assigned, or handed to a writer; not a metric logged (wandb.log({...}))

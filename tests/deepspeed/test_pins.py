@@ -233,8 +233,8 @@ def test_requirement_resolves_to_the_newest_allowed_release(project, line, versi
     ("deepspeed>=0.10.0,<=0.18.4", "0.18.4", "pinned in requirements.txt:1 (deepspeed>=0.10.0,<=0.18.4; newest allowed)"),
     ("deepspeed==0.19.5", "0.19.5", "pinned in requirements.txt:1 (deepspeed==0.19.5)"),
     ("deepspeed", "0.19.8", "pinned in requirements.txt:1 (deepspeed; newest allowed)"),
-    ("deepspeed==0.12.6", "0.19.8", ("requirements.txt:1 pins deepspeed==0.12.6, which allows no release dsconfig "
-                                     "replays (0.14.0 to 0.19.8); newest supported release")),
+    ("deepspeed==0.12.6", "0.14.0", ("requirements.txt:1 pins deepspeed==0.12.6, which allows no release dsconfig "
+                                     "replays (0.14.0 to 0.19.8); oldest supported release")),
 ])
 def test_reasons_say_how_the_pin_was_read(project, line, version, reason):
     write(project, "requirements.txt", line + "\n")

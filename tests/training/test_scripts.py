@@ -179,6 +179,8 @@ def test_float_batch_size_from_another_file_reaches_a_dataloader(tmp_path):
 @pytest.mark.parametrize("body, reported", [
     ("bs = n / 2\n    DataLoader(ds, batch_size=bs)", True),
     ("hps.train.batch_size = n / world", True),
+    ('return {"global_batch_size": num_samples / gas, "dp_size": dp}', False),  # tensors, maybe: OpenRLHF
+    ('return {"global_batch_size": num_samples / 2}', True),
     ("cfg = {'batch_size': n / 4}", True),
     ("bs = n / 2\n    bs = int(bs)\n    DataLoader(ds, batch_size=bs)", False),
     ("DataLoader(ds, batch_size=int(n / 2))", False),
@@ -242,11 +244,14 @@ def test_norm_stats_batch_of_one_on_two_devices(tmp_path):
 
 def test_a_batch_of_two_splits_unless_a_batchnorm_layer_is_built(tmp_path):
     assert codes(run(tmp_path / "a", fx.jax_project(2), world_sizes=(2,))) == []
+    # a BatchNorm layer the scripts build is found, but only --batchnorm says the trained model has it
     result = run(tmp_path / "b", fx.jax_project(2, fx.TORCH_BATCHNORM_MODEL), world_sizes=(2,))
-    finding = only(result, "DS802")
-    assert "each device gets 1 sample" in finding.message and "use 4 (2 per device)" in finding.message
+    assert codes(result) == []
     assert result.scripts.batchnorm == ("./openpi_lite/models/policy.py", 7, 21,
                                         "nn.BatchNorm1d builds a BatchNorm layer")
+    result = run(tmp_path / "d", fx.jax_project(2, fx.TORCH_BATCHNORM_MODEL), world_sizes=(2,), batchnorm=True)
+    finding = only(result, "DS802")
+    assert "each device gets 1 sample" in finding.message and "use 4 (2 per device)" in finding.message
     assert finding.related[-1] == result.scripts.batchnorm
     # --batchnorm says the same without a layer in the scripts
     assert codes(run(tmp_path / "c", fx.jax_project(2), world_sizes=(2,), batchnorm=True)) == ["DS802"]
