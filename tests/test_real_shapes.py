@@ -140,3 +140,12 @@ def test_an_autotuning_config_needs_no_zero_section(tmp_path):
     write(tmp_path, "autotuning/hf/bert-base/ds_config_tune.json", json.dumps(config))
     assert seen(tmp_path) == [("autotuning/hf/bert-base/ds_config_tune.json", "DS702")]
 
+
+
+def test_a_comment_key_is_left_alone(tmp_path):
+    """LLaMA-Factory's ds_z2_autotp_config.json writes `_comment`: JSON has no comments, DeepSpeed ignores it."""
+    write(tmp_path, "ds_z2_config.json", json.dumps({"_comment": "AutoTP with ZeRO-2", "train_batch_size": 8,
+                                                     "gradient_clipping": 1.0, "zero_optimization": {"stage": 2}}))
+    assert seen(tmp_path, world_sizes=(8,)) == []
+    write(tmp_path, "ds_z2_config.json", json.dumps({"comet_": {}, "train_batch_size": 8, "gradient_clipping": 1.0}))
+    assert seen(tmp_path, world_sizes=(8,)) == [("ds_z2_config.json", "DS102")]

@@ -1245,12 +1245,15 @@ def _client_optimizer_offload(s: _Setup):
     pointer = "/zero_force_ds_cpu_optimizer" if written else s.zero_key(("offload_optimizer", "device"), "cpu_offload")
     fix = "false" if written else None
     if s.target.fills_auto and _accelerate_swaps(s):
-        who = "the Trainer's optimizer (AdamW by default)" if s.target is HF_TRAINER else "your torch optimizer"
+        # accelerate's map_pytorch_optim_to_deepspeed builds the CPU optimizer from the torch optimizer's param
+        # groups (lr, betas, eps, weight_decay carry over): the Trainer's AdamW becomes CPU AdamW, nothing lost
+        if s.target is HF_TRAINER:
+            return
         yield Finding(OFFLOAD_CLIENT_OPTIMIZER, "with optimizer offload and no optimizer block, prepare() replaces "
-                                                f"{who} with DeepSpeedCPUAdam (DeepSpeedCPUAdagrad for Adagrad), "
-                                                "keeping only lr and weight_decay: betas, eps, momentum and the "
-                                                "optimizer class itself are silently dropped (a torch Adam becomes "
-                                                "CPU Adam with L2 decay, SGD becomes Adam). Set "
+                                                "your torch optimizer with DeepSpeedCPUAdam (DeepSpeedCPUAdagrad for "
+                                                "Adagrad): AdamW stays AdamW, but a torch Adam becomes CPU Adam with "
+                                                "L2 decay and any other class (SGD, RMSprop) becomes Adam; the param "
+                                                "groups' lr, betas, eps and weight_decay carry over. Set "
                                                 "\"zero_force_ds_cpu_optimizer\": false to keep your optimizer, or "
                                                 "declare it in the config",
                       pointer, fix=fix)

@@ -1074,7 +1074,8 @@ def _check_loose(value, node: dict, pointer: str, ctx: _Context, top=False) -> N
         here = pointer_join(pointer, key)
         prop = props.get(key)
         if prop is None:
-            if extra == "ignore" and not (top and key == "$schema"):
+            # `$schema` and comment keys (`_comment`, `__doc`) are written to be ignored, as DeepSpeed does
+            if extra == "ignore" and not (top and key == "$schema") and not _comment_key(key):
                 where = "at the top level" if top else f"in `{dotted(pointer)}`"
                 later = _schema.removed_later(here) if top else None
                 if later is not None:  # amp, elasticity, ... before the release that removed them
@@ -1135,6 +1136,11 @@ def _json_kinds(value) -> set[str]:
 # ---------------------------------------------------------------------------------------------
 # small helpers
 # ---------------------------------------------------------------------------------------------
+
+
+def _comment_key(key: str) -> bool:
+    """A key written as a comment in JSON, which has none: `_comment`, `__note__`, `//`, `#`."""
+    return key.startswith(("_", "//", "#")) or key.lower() in ("comment", "comments")
 
 
 def _did_you_mean(key, candidates):

@@ -366,6 +366,9 @@ CASES = [
      ({Z: {"stage": 2, "offload_optimizer": {"device": "cpu"}}, "zero_force_ds_cpu_optimizer": False}, "accelerate")),
     ("DS308", ({Z: {"stage": 2, "cpu_offload": True}}, "hf-trainer"),
      ({Z: {"stage": 2}}, "hf-trainer")),
+    # the Trainer's AdamW becomes CPU AdamW with its own param groups: nothing to warn about
+    ("DS308", ({Z: {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, "accelerate"),
+     ({Z: {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, "hf-trainer")),
     ("DS509", ({Z: {"stage": 2}}, "hf-trainer"), ({Z: {"stage": 2}, "gradient_clipping": 1.0}, "hf-trainer")),
     ("DS510", ({"optimizer": {"type": "Muon"}, "bf16": {"enabled": True}, "pipeline": {"pipe_partitioned": True}},
                "deepspeed"),
@@ -1104,16 +1107,21 @@ def test_zero_optimizer_is_not_a_torch_optimizer():
     assert "is not an Optimizer" in source
 
 
-def test_accelerate_swap_keeps_only_lr_and_weight_decay():
-    """DS308's silent trap, on the real accelerate function prepare() calls."""
+def test_accelerate_swap_changes_the_class_and_keeps_the_param_groups():
+    """DS308's trap, on the real accelerate function prepare() calls: SGD becomes Adam, a torch Adam becomes CPU
+    Adam with L2 decay; the param groups (betas, eps included) carry over, so AdamW (the Trainer's) loses nothing."""
     accelerate_deepspeed = pytest.importorskip("accelerate.utils.deepspeed")
     sgd = torch.optim.SGD(_param(), lr=0.5, momentum=0.9, weight_decay=0.1)
     swapped = accelerate_deepspeed.map_pytorch_optim_to_deepspeed(sgd)
     assert type(swapped).__name__ == "DeepSpeedCPUAdam"
     assert swapped.defaults["lr"] == 0.5 and swapped.defaults["weight_decay"] == 0.1
     assert "momentum" not in swapped.defaults and swapped.fp32_optimizer_states  # DS404's bf16-states case
-    adamw = torch.optim.AdamW(_param(), betas=(0.9, 0.95))
-    assert accelerate_deepspeed.map_pytorch_optim_to_deepspeed(adamw).defaults["betas"] == (0.9, 0.999)
+    adam = accelerate_deepspeed.map_pytorch_optim_to_deepspeed(torch.optim.Adam(_param()))
+    assert adam.adam_w_mode is False
+    adamw = accelerate_deepspeed.map_pytorch_optim_to_deepspeed(torch.optim.AdamW(_param(), betas=(0.9, 0.95),
+                                                                                  eps=1e-5))
+    assert adamw.adam_w_mode is True
+    assert adamw.param_groups[0]["betas"] == (0.9, 0.95) and adamw.param_groups[0]["eps"] == 1e-5  # what step reads
 
 
 def test_print_agreement(capsys):
