@@ -1139,8 +1139,8 @@ def _json_kinds(value) -> set[str]:
 
 
 def _comment_key(key: str) -> bool:
-    """A key written as a comment in JSON, which has none: `_comment`, `__note__`, `//`, `#`."""
-    return key.startswith(("_", "//", "#")) or key.lower() in ("comment", "comments")
+    """A key written as a comment in JSON, which has none: `_comment`, `__note__`, `//`, `comment`."""
+    return key.startswith(("_", "//")) or key.lower() in ("comment", "comments", "#")
 
 
 def _did_you_mean(key, candidates):
