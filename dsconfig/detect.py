@@ -137,7 +137,7 @@ def foreign(value: dict) -> str | None:
     arguments with hyphens (`num-layers`) next to the DeepSpeed sections it hands on; DeepSpeed itself has no
     hyphenated key."""
     hyphenated = sum(1 for key in value if isinstance(key, str) and "-" in key)
-    if hyphenated >= 2:
+    if hyphenated >= 2 and any(key in _DEEPSPEED_ONLY for key in value):
         return "GPT-NeoX (hyphenated argument names)"
     return None
 

@@ -149,3 +149,9 @@ def test_a_comment_key_is_left_alone(tmp_path):
     assert seen(tmp_path, world_sizes=(8,)) == []
     write(tmp_path, "ds_z2_config.json", json.dumps({"comet_": {}, "train_batch_size": 8, "gradient_clipping": 1.0}))
     assert seen(tmp_path, world_sizes=(8,)) == [("ds_z2_config.json", "DS102")]
+
+
+def test_hyphenated_keys_alone_do_not_make_a_neox_config(tmp_path):
+    """A Hydra training YAML may write `model-name`: without a DeepSpeed key it is still a training config."""
+    write(tmp_path, "configs/train.yaml", "model-name: resnet\ndata-dir: /data\ntrain:\n  batch_size: 7.5\n")
+    assert seen(tmp_path) == [("configs/train.yaml", "DS006")]
