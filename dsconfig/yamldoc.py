@@ -165,6 +165,8 @@ class YamlDocument(LoadedDocument):
 _OUTSIDE_PLAIN_SUBSET = re.compile(
     "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\|>]|^%", re.MULTILINE)
 _INDENT = re.compile(r"^ *", re.MULTILINE)
+_COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
+_INTERPOLATION = re.compile(r"(?<=[\w$.:/ -])\$\{[\w.:/-]*\}|(?<=: )\$\{[\w.:/-]*\}")
 _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
 
 
@@ -176,7 +178,15 @@ def _libyaml_agrees(text: str) -> bool:
     bounded by the indentation plus the `- ` that open nested sequences on one line. libyaml
     and PyYAML also differ on simple keys longer than 1024 characters, hence the line length.
     """
-    if len(text) > 65536 or _OUTSIDE_PLAIN_SUBSET.search(text):
+    if len(text) > 65536:
+        return False
+    # comments are skipped alike by both (a `#` after a space or at a line start; in a quoted string the cut
+    # only hides characters from this test, never adds any); OmegaConf's `${a.b}` inside a plain scalar is text
+    if "#" in text:
+        text = _COMMENT.sub("", text)
+    if "${" in text:
+        text = _INTERPOLATION.sub("x", text)
+    if _OUTSIDE_PLAIN_SUBSET.search(text):
         return False
     if "[" in text or "{" in text:
         # flow collections differ in corners (`{a?}` loads in libyaml only); `[]`, `{}` and lists of

@@ -227,6 +227,7 @@ class Project:
         self._roots = roots  # real folders imports are looked for up to (the linted roots)
         self._files: dict[str, Source | None] = {}
         self._modules: dict[tuple, Source | None] = {}  # (folder, level, dotted) -> the file it means there
+        self._listings: dict[str, frozenset[str]] = {}  # linted folder -> its names (one listdir, not a stat a try)
 
     def loaded(self) -> list[Source]:
         """The files read on demand (imported by a linted script), in the order they were read."""
@@ -258,6 +259,9 @@ class Project:
         if not level:  # the src layout: a package under src/ next to the scripts that import it
             bases = [folder for base in bases for folder in (base, os.path.join(base, "src"))]
         for base in bases:
+            listing = self._listing(base)
+            if listing is not None and parts[0] not in listing and parts[0] + ".py" not in listing:
+                continue  # `import torch` from a folder without torch/ or torch.py: most imports, most folders
             stem = os.path.join(base, *parts)
             for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
                 if candidate in self.sources or os.path.isfile(candidate):
@@ -265,6 +269,17 @@ class Project:
                     if found is not None:
                         return found
         return None
+
+    def _listing(self, folder: str) -> frozenset[str] | None:
+        """The names in a linted folder; None for a folder outside the roots (never opened: stat them)."""
+        if not any(folder == root or folder.startswith(root.rstrip(os.sep) + os.sep) for root in self._roots):
+            return None
+        if folder not in self._listings:
+            try:
+                self._listings[folder] = frozenset(os.listdir(folder))
+            except OSError:
+                self._listings[folder] = frozenset()
+        return self._listings[folder]
 
     def _search_folders(self, folder: str) -> list[str]:
         """The importing file's folder and those above it, up to the highest linted root holding it."""

@@ -33,7 +33,8 @@ _LITERAL_BATCH = re.compile(r"batch_?size\w*\s*=\s*\d")
 
 
 def worth_parsing(text: str, sharded_project: bool) -> bool:
-    if ("Trainer" in text and "lightning" in text) or "DataLoader" in text or "Sampler" in text:
+    # a call, not a type hint or an import: `pl.Trainer(`, `DataLoader(`, `DistributedSampler(`, `MyLoader(`
+    if ("Trainer(" in text and "lightning" in text) or "Loader(" in text or "Sampler(" in text:
         return True
     if ("batch" in text or "bs" in text) and _BATCH_WRITES.search(text):
         return True
@@ -41,8 +42,9 @@ def worth_parsing(text: str, sharded_project: bool) -> bool:
 
 
 def shards(text: str) -> bool:
-    """The text mentions a call that splits a batch over devices (a substring test: it runs on every script)."""
-    return any(word in text for word in SHARDING_WORDS)
+    """The text mentions JAX and a call that splits a batch over devices (a substring test: it runs on every
+    script; DS802 is about JAX loaders, and PyTorch's FSDP also says `shard(`)."""
+    return "jax" in text and any(word in text for word in SHARDING_WORDS)
 
 class Scripts(NamedTuple):
     project: Project

@@ -77,8 +77,8 @@ def test_summary_json_and_sarif_name_the_release(tmp_path):
     done = run("lint", "ds_config.json", "--world-size", "2", "--deepspeed-version", "0.17.4", cwd=tmp_path)
     assert done.returncode == 0, done.stderr  # 8 = 4 x 1 x 2
     assert "(DeepSpeed 0.17.4: --deepspeed-version 0.17.4)" in done.stderr
-    items = json.loads(run("lint", "ds_config.json", "--format", "json", "--deepspeed-version", "0.15.0",
-                           cwd=tmp_path).stdout)
+    items = json.loads(run("lint", "ds_config.json", "--format", "json", "--show-info", "--deepspeed-version",
+                           "0.15.0", cwd=tmp_path).stdout)
     assert items and {item["deepspeed_version"] for item in items} == {"0.15.0"}
     sarif = json.loads(run("lint", "ds_config.json", "--format", "sarif", "--deepspeed-version", "0.15.0",
                            cwd=tmp_path).stdout)
