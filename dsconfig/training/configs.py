@@ -117,7 +117,7 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
     good: list[Entry] = []
     dump = _all_strings(root)  # a translation table or a dump of arguments as text: no program's batch size
     for entry in entries:
-        problem = None if dump else _type_problem(entry, fixable)
+        problem = None if dump or _text_mapping(_parent(root, entry)) else _type_problem(entry, fixable)
         if problem is not None:
             findings.append(problem)
         elif _positive_int(entry.value):
@@ -223,7 +223,8 @@ def _type_problem(entry: Entry, fixable: bool) -> Finding | None:
 
 
 def _all_strings(root) -> bool:
-    """Every scalar of the tree is a string (`{"batch_size": "Batch Size"}`, a test's dump of arguments)."""
+    """Every scalar of the tree is a string (`{"batch_size": "Batch Size"}`, a test's dump of command-line
+    arguments as text: `{"max_steps": "50", "per_device_train_batch_size": "2", "report_to": "none"}`)."""
     stack, seen, scalars = [root], set(), 0
     while stack:
         node = stack.pop()
@@ -237,6 +238,15 @@ def _all_strings(root) -> bool:
                 return False
             scalars += 1
     return scalars > 1
+
+
+def _text_mapping(mapping) -> bool:
+    """A mapping of three or more values that are all text, none an interpolation: command-line arguments
+    dumped as strings (trl's test references), where "2" was never a batch size a loader got."""
+    if not isinstance(mapping, dict):
+        return False
+    values = [value for value in mapping.values() if not isinstance(value, (dict, list))]
+    return len(values) >= 3 and all(isinstance(value, str) and not value.startswith("${") for value in values)
 
 
 def _sentinel(value) -> bool:

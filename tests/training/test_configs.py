@@ -108,6 +108,7 @@ def test_values_someone_else_fills_are_left_alone(tmp_path, value):
     "model:\n  validation_ds:\n    batch_size: '??'\n",  # a placeholder someone fills
     '{"batch_size": "Batch Size", "learning_rate": "Learning rate"}\n',  # a translation table
     '{"args": {"per_device_train_batch_size": "2", "output_dir": "out"}}\n',  # a dump of arguments as text
+    '{"args": {"per_device_train_batch_size": "2", "max_steps": "50", "report_to": "none"}, "loss": [0.5, 0.4]}\n',
 ])
 def test_another_programs_flags_sentinels_and_text_are_left_alone(tmp_path, text):
     """Which program reads a training config is unknown: what is no batch size there is not reported."""
