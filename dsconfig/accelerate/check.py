@@ -298,9 +298,12 @@ def topology(replay: Replay, options) -> list[Finding]:
     torch_like = replay.launcher in ("deepspeed", "torchrun")
     if replay.launcher == "simple" and replay.fields.get("distributed_type") in ("NO", False) \
             and processes is not None and processes > 1 and args["mpirun_hostfile"] is None:
-        findings.append(Finding(SINGLE_PROCESS_TYPE, "distributed_type NO starts one process: num_processes "
-                                                     f"{processes} is ignored; use MULTI_GPU (or DEEPSPEED / FSDP) to "
-                                                     f"run {processes} processes, or set num_processes: 1",
+        # with a config file, accelerate launch runs the simple launcher (one process) however many GPUs are
+        # visible (tests/accelerate/test_accelerate_rules.py replays it with 1 and with 4)
+        findings.append(Finding(SINGLE_PROCESS_TYPE, f"distributed_type NO runs one process: num_processes {processes} "
+                                                     f"is ignored. If {processes} processes were meant, write MULTI_GPU "
+                                                     "(or DEEPSPEED / FSDP); if one, write num_processes: 1 so the file "
+                                                     "says what runs",
                                 replay.where("num_processes")))
     if torch_like and processes is not None and machines is not None and machines > 1:
         per_machine = processes // machines

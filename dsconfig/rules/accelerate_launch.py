@@ -111,10 +111,12 @@ GPU_IDS = Rule(
 
 SINGLE_PROCESS_TYPE = Rule(
     "ACC011", "single-process-type", WARNING,
-    summary="distributed_type NO with more than one process launches one",
+    summary="distributed_type NO with more than one process runs one",
     what="Reports `distributed_type: 'NO'` with `num_processes` above 1.",
-    why="""`NO` means a single process: Accelerate starts one and ignores `num_processes`, so a job meant for 8
-    GPUs trains on one, slowly, without an error (as in some widely copied single-GPU templates).""",
+    why="""`NO` means a single process: `accelerate launch` starts one and ignores `num_processes`, however many
+    GPUs the machine has. A job meant for 8 GPUs trains on one, slowly, without an error; a single-GPU template that
+    writes `num_processes: 8` runs as meant but tells its readers, and every tool that counts GPUs from the file,
+    the wrong number.""",
     fails_in=(SILENT,),
     failing=acc("""
         compute_environment: LOCAL_MACHINE

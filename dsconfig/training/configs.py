@@ -341,7 +341,7 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
                     GLOBAL_BATCH_INDIVISIBLE,
                     f"{name} is {total}, but {per_device[0]} {per_device[1]} × {accumulation[0]} {accum} × {world} GPUs "
                     f"= {expected} at world size {world}: one of them is not what the training loop does. "
-                    f"{_choices(total, accum, world, least, name)}",
+                    f"{_agreeing(name, total, per_device, accumulation[0], accum, world, least)}",
                     entry.pointer, fails_in=STEP, world_size=world, fix=str(expected)))
             continue
         # without accumulation written, the loop derives it (Megatron-style: global / (micro × world))
@@ -375,6 +375,18 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
                 findings.append(Finding(MICRO_BATCH_ONE, message + "; a model with BatchNorm layers fails on it "
                                         "(--batchnorm makes this an error)", entry.pointer, world_size=world))
     return findings
+
+
+def _agreeing(name: str, total: int, per_device: tuple[str, int], accum_key: str, accum: int, world: int,
+              least: int) -> str:
+    """The values that make global = per-device × accumulation × world hold, never the value already written:
+    the global batch the other two make, and the per-device batch (or accumulation) that keeps the global one."""
+    options = [f"set {name} to {per_device[1] * accum * world}"]
+    if total % (accum * world) == 0 and total // (accum * world) >= least:
+        options.append(f"{per_device[0]} to {total // (accum * world)}")
+    elif total % (per_device[1] * world) == 0:
+        options.append(f"{accum_key} to {total // (per_device[1] * world)}")
+    return "To agree: " + ", or ".join(options)
 
 
 def _nearest(total: int, step: int, floor: int) -> int:

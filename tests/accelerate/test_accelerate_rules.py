@@ -562,3 +562,23 @@ def test_classification_of_yaml_files():
     assert detect.classify("configs/accelerate_zero3.yaml", {"num_processes": 8}, is_yaml=True) == "accelerate"
     assert detect.classify("configs/train.yaml", {"num_processes": 8}, is_yaml=True) == "other"
     assert detect.classify(".github/workflows/ci.yml", {"on": {"push": None}, "jobs": {}}, is_yaml=True) == "other"
+
+
+@pytest.mark.parametrize("gpus", [1, 4])
+def test_distributed_type_no_runs_one_process_however_many_gpus(tmp_path, gpus):
+    """ACC011's claim, on the real launcher: with a config file, NO stays single-process (no multi-GPU switch)
+    whether one GPU or four are visible, and num_processes 8 is left unused."""
+    torch = pytest.importorskip("torch")
+    from unittest import mock
+
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    text = "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nnum_processes: 8\nmixed_precision: 'no'\n"
+    (tmp_path / "single_gpu.yaml").write_text(text)
+    args = launch_command_parser().parse_args(["--config_file", str(tmp_path / "single_gpu.yaml"), "train.py"])
+    with mock.patch.object(torch.cuda, "is_available", return_value=True), \
+            mock.patch.object(torch.cuda, "device_count", return_value=gpus):
+        args, _, _ = _validate_launch_command(args)
+    assert not (args.multi_gpu or args.use_deepspeed or args.use_fsdp)  # launch_command -> simple_launcher
+    found = helpers.lint_text(text, "single_gpu.yaml")
+    assert [f.code for f in found if f.code == "ACC011"] == ["ACC011"]
+    assert "runs one process: num_processes 8 is ignored" in next(f for f in found if f.code == "ACC011").message

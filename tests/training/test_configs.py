@@ -154,6 +154,9 @@ def test_global_against_per_device_and_accumulation(tmp_path):
     assert codes(lint(path, world_sizes=(4,))) == []  # 8 × 2 × 4 = 64
     found = lint(path, world_sizes=(2,))
     assert codes(found) == ["DS208"] and "8 × gradient_accumulation_steps 2 × 2 GPUs = 32" in found[0].message
+    # the advice never offers the value already written: each choice makes the three agree
+    assert found[0].message.endswith("To agree: set global_batch_size to 32, or micro_batch_size to 16")
+    assert "global_batch_size to 64" not in found[0].message
     # Megatron style: no accumulation written, the loop derives it as global / (micro × world)
     megatron = write(tmp_path, "m.yaml", "global_batch_size: 64\nmicro_batch_size: 8\n")
     assert codes(lint(megatron, world_sizes=(1, 2, 4, 8))) == []
