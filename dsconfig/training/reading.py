@@ -32,13 +32,29 @@ SHARDING_WORDS = ("make_array_from_process_local_data", "device_put", "shard(", 
 _LITERAL_BATCH = re.compile(r"batch_?size\w*\s*=\s*\d")
 
 
-def worth_parsing(text: str, sharded_project: bool) -> bool:
+# A function or class of a sharding file that takes a batch size: the loaders DS802 follows calls into
+_LOADER_DEF = re.compile(r"(?:def|class) (\w+)\b(?=(?:(?!\n(?:def|class) ).)*?\bbatch_?size)", re.S)
+
+
+def loader_names(texts) -> frozenset[str]:
+    """Names of the functions and classes that take a batch size in the files that shard batches: a script
+    with a literal batch size is worth parsing for DS802 only when it names one of them."""
+    names = set()
+    for text in texts:
+        for match in _LOADER_DEF.finditer(text):
+            if len(match.group(1)) > 2:
+                names.add(match.group(1))
+    return frozenset(names)
+
+
+def worth_parsing(text: str, sharded_project: bool, loaders: frozenset = frozenset()) -> bool:
     # a call, not a type hint or an import: `pl.Trainer(`, `DataLoader(`, `DistributedSampler(`, `MyLoader(`
     if ("Trainer(" in text and "lightning" in text) or "Loader(" in text or "Sampler(" in text:
         return True
     if ("batch" in text or "bs" in text) and _BATCH_WRITES.search(text):
         return True
-    return sharded_project and (shards(text) or bool(_LITERAL_BATCH.search(text)))
+    return sharded_project and (shards(text) or (bool(_LITERAL_BATCH.search(text))
+                                                  and any(name in text for name in loaders)))
 
 
 def shards(text: str) -> bool:
@@ -97,11 +113,12 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
                                         error.column))
     # a named script may import its loader from a file that was not linted: always worth the look
     sharded = world_sizes and any(named or shards(text) for _, _, text, named in texts)
+    loaders = loader_names(text for _, _, text, _ in texts if shards(text)) if sharded else frozenset()
     batchnorm = []
     for path, real, text, named in texts:
         if "BatchNorm" in text:
             batchnorm.append(real)
-        if named or worth_parsing(text, sharded):
+        if named or worth_parsing(text, sharded, loaders):
             try:
                 entries[real] = Source(path, text, parse(text, path))
             except Unreadable as error:
