@@ -624,7 +624,7 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     from .training.reading import read_scripts
     try:
         read = read_scripts(paths, options.sources, options.max_bytes, lambda path: named(path, options),
-                            options.boundary or Boundary.of(paths), bool(options.world_sizes))
+                            options.boundary or Boundary.of(paths), bool(options.world_sizes), bool(options.dataset_size))
     except FileError as error:  # a script named on the command line that cannot be opened
         raise UsageError(str(error)) from None
     try:

@@ -30,26 +30,52 @@ _BATCH_WRITES = re.compile(
 # DS802 starts from literal batch sizes, only worth reading in a project that shards batches over devices
 SHARDING_WORDS = ("make_array_from_process_local_data", "device_put", "shard(", "pmap", "host_local_array_to_global")
 _LITERAL_BATCH = re.compile(r"batch_?size\w*\s*=\s*\d")
-
-
-# A function or class of a sharding file that takes a batch size: the loaders DS802 follows calls into
-_LOADER_DEF = re.compile(r"(?:def|class) (\w+)\b(?=(?:(?!\n(?:def|class) ).)*?\bbatch_?size)", re.S)
+# A function or class of a sharding file that takes a batch size (in its parameters, or its __init__'s): the
+# loaders DS802 follows calls into
+_LOADER_FUNCTION = re.compile(r"^def (\w+)\s*\(([^)]*)\)", re.MULTILINE)
+_LOADER_CLASS = re.compile(r"^class (\w+)\b[^\n]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)*)", re.MULTILINE)
+_INIT = re.compile(r"def __init__\s*\(([^)]*)\)")
+_BATCH_PARAMETER = re.compile(r"batch_?size")  # local_batch_size too
 
 
 def loader_names(texts) -> frozenset[str]:
-    """Names of the functions and classes that take a batch size in the files that shard batches: a script
-    with a literal batch size is worth parsing for DS802 only when it names one of them."""
+    """Names of the top-level functions and classes that take a batch size in the files that shard batches: a
+    script with a literal batch size is worth parsing for DS802 only when it names one of them."""
     names = set()
     for text in texts:
-        for match in _LOADER_DEF.finditer(text):
-            if len(match.group(1)) > 2:
+        for match in _LOADER_FUNCTION.finditer(text):
+            if _BATCH_PARAMETER.search(match.group(2)):
+                names.add(match.group(1))
+        for match in _LOADER_CLASS.finditer(text):
+            init = _INIT.search(match.group(2))
+            if init is not None and _BATCH_PARAMETER.search(init.group(1)):
                 names.add(match.group(1))
     return frozenset(names)
 
 
-def worth_parsing(text: str, sharded_project: bool, loaders: frozenset = frozenset()) -> bool:
+# Python's strings and comments, cut before looking for a division (`"data/train"` divides nothing)
+_STRINGS_AND_COMMENTS = re.compile(
+    r'"""(?:\\.|[^\\])*?"""|\'\'\'(?:\\.|[^\\])*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|#[^\n]*',
+    re.S)
+_TRUE_DIVISION = re.compile(r"[\w)\]]\s*/(?![/=])|(?<!/)/=")
+_BATCH_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*\b\w*(?:batch|bs)\w*", re.MULTILINE | re.IGNORECASE)
+
+
+def makes_floats(text: str) -> bool:
+    """The code divides with `/` (outside strings and comments), or imports a batch-named value from a module
+    that may: without either, no float batch size (DS801) can start in this file."""
+    if "/" in text and _TRUE_DIVISION.search(_STRINGS_AND_COMMENTS.sub("", text)):
+        return True
+    return bool(_BATCH_IMPORT.search(text))
+
+
+def worth_parsing(text: str, sharded_project: bool, loaders: frozenset = frozenset(), steps: bool = True) -> bool:
+    """`steps`: a --dataset-size was given (the steps table reads every loader); without it a loader call is
+    worth parsing only where a float can reach it."""
     # a call, not a type hint or an import: `pl.Trainer(`, `DataLoader(`, `DistributedSampler(`, `MyLoader(`
-    if ("Trainer(" in text and "lightning" in text) or "Loader(" in text or "Sampler(" in text:
+    if "Trainer(" in text and "lightning" in text:
+        return True
+    if ("Loader(" in text or "Sampler(" in text) and (steps or makes_floats(text)):
         return True
     if ("batch" in text or "bs" in text) and _BATCH_WRITES.search(text):
         return True
@@ -75,9 +101,9 @@ class Scripts(NamedTuple):
 
 
 def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, is_named: Callable[[str], bool],
-                 boundary: Boundary, world_sizes: bool) -> Scripts:
+                 boundary: Boundary, world_sizes: bool, steps: bool = True) -> Scripts:
     """`world_sizes`: whether a world size was given (DS802 needs one; without it literal batch sizes
-    are not worth reading)."""
+    are not worth reading); `steps`: whether a dataset size was given (the steps table)."""
     from .. import files
 
     limit = max_bytes or files.MAX_BYTES
@@ -118,7 +144,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
     for path, real, text, named in texts:
         if "BatchNorm" in text:
             batchnorm.append(real)
-        if named or worth_parsing(text, sharded, loaders):
+        if named or worth_parsing(text, sharded, loaders, steps):
             try:
                 entries[real] = Source(path, text, parse(text, path))
             except Unreadable as error:
