@@ -168,6 +168,14 @@ _INDENT = re.compile(r"^ *", re.MULTILINE)
 _COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
 _INTERPOLATION = re.compile(r"(?<=[\w$.:/ -])\$\{[\w.:/-]*\}|(?<=: )\$\{[\w.:/-]*\}")
 _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
+# The same after `key :  ` (any spaces), and one-line flow mappings of plain words (`{"size": 224, "rate": 0}` once
+# its simple quoted strings are words): both loaders read these alike
+_WORD = r"[\w.+/-]+"
+_ONE_LINE_FLOW = re.compile(
+    rf"(:[ \t]+)(?:\[\]|\{{\}}|\[{_WORD}(?:,[ \t]*{_WORD})*\]|\{{{_WORD}:[ \t]+{_WORD}(?:,[ \t]*{_WORD}:[ \t]+{_WORD})*\}})"
+    r"(?=[ \t]*$)", re.MULTILINE)
+# a quoted scalar without escapes, on one line: text to both loaders, whatever it holds
+_QUOTED = re.compile(r"\"[^\"\\\n]*\"|'[^'\n]*'")
 
 
 def _libyaml_agrees(text: str) -> bool:
@@ -189,9 +197,11 @@ def _libyaml_agrees(text: str) -> bool:
     if _OUTSIDE_PLAIN_SUBSET.search(text):
         return False
     if "[" in text or "{" in text:
-        # flow collections differ in corners (`{a?}` loads in libyaml only); `[]`, `{}` and lists of
-        # plain words, all that real configs hold, do not
+        # flow collections differ in corners (`{a?}` loads in libyaml only); `[]`, `{}`, lists of plain
+        # words and one-line mappings of them, all that real configs hold, do not
         text = _SIMPLE_FLOW.sub("x", text)
+        if "[" in text or "{" in text or "]" in text or "}" in text:
+            text = _ONE_LINE_FLOW.sub(r"\1x", _QUOTED.sub("w", text))
         if "[" in text or "{" in text or "]" in text or "}" in text:
             return False
     if max(map(len, text.split("\n"))) > 1000:
