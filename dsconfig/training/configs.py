@@ -116,8 +116,12 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
     findings: list[Finding] = []
     good: list[Entry] = []
     dump = _all_strings(root)  # a translation table or a dump of arguments as text: no program's batch size
+    texts: dict[int, bool] = {}  # id(mapping) -> _text_mapping (once per mapping: 15,000 keys in one is linear)
     for entry in entries:
-        problem = None if dump or _text_mapping(_parent(root, entry)) else _type_problem(entry, fixable)
+        parent = _parent(root, entry)
+        if id(parent) not in texts:
+            texts[id(parent)] = _text_mapping(parent)
+        problem = None if dump or texts[id(parent)] else _type_problem(entry, fixable)
         if problem is not None:
             findings.append(problem)
         elif _positive_int(entry.value):

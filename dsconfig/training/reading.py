@@ -32,9 +32,9 @@ SHARDING_WORDS = ("make_array_from_process_local_data", "device_put", "shard(", 
 _LITERAL_BATCH = re.compile(r"batch_?size\w*\s*=\s*\d")
 # A function or class of a sharding file that takes a batch size (in its parameters, or its __init__'s): the
 # loaders DS802 follows calls into
-_LOADER_FUNCTION = re.compile(r"^def (\w+)\s*\(([^)]*)\)", re.MULTILINE)
+_LOADER_FUNCTION = re.compile(r"^def (\w+)\s*\(([^)]{0,4000})\)", re.MULTILINE)  # bounded: no quadratic scan
 _LOADER_CLASS = re.compile(r"^class (\w+)\b[^\n]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)*)", re.MULTILINE)
-_INIT = re.compile(r"def __init__\s*\(([^)]*)\)")
+_INIT = re.compile(r"def __init__\s*\(([^)]{0,4000})\)")
 _BATCH_PARAMETER = re.compile(r"batch_?size")  # local_batch_size too
 
 
@@ -58,7 +58,7 @@ _STRINGS_AND_COMMENTS = re.compile(
     r'"""(?:\\.|[^\\])*?"""|\'\'\'(?:\\.|[^\\])*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|#[^\n]*',
     re.S)
 _TRUE_DIVISION = re.compile(r"[\w)\]]\s*/(?![/=])|(?<!/)/=")
-_BATCH_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[^\n]*\b\w*(?:batch|bs)\w*", re.MULTILINE | re.IGNORECASE)
+_BATCH_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import\b[^\n]{0,1000}?(?:batch|bs)", re.MULTILINE | re.IGNORECASE)
 
 
 def makes_floats(text: str) -> bool:
