@@ -132,7 +132,8 @@ class Replay:
         if args["num_processes"] == -1:
             self.fail(NUM_PROCESSES_MISSING, self.where("num_processes"),
                       "ValueError: You need to manually pass in `--num_processes` using this config yaml.",
-                      "num_processes is the total number of processes over all machines; set it")
+                      "unless the launch command gives --num_processes, set num_processes: the total number of "
+                      "processes over all machines")
         self._cpu_threads()
         if self.launcher == "deepspeed":
             self._deepspeed()
