@@ -31,9 +31,10 @@ def lint_other(doc, options) -> list[Finding]:
         why = "it is nested too deeply to read" if "nesting too deep" in doc.load_error.message \
             else "it is not valid JSON"
         return [Finding(NOT_A_CONFIG, f"not recognised as a DeepSpeed or Accelerate config ({why}); skipped")]
-    if isinstance(value, dict) and detect.foreign(value):
+    framework = detect.foreign(value) if isinstance(value, dict) else None
+    if framework:
         # its batch keys are that framework's; the DeepSpeed sections it hands on are checked where it writes them
-        return [Finding(NOT_A_CONFIG, f"a {detect.foreign(value)} config, not a DeepSpeed one; skipped")]
+        return [Finding(NOT_A_CONFIG, f"a {framework} config, not a DeepSpeed one; skipped")]
     from .training import configs
     outcome = configs.check(value, options, fixable=doc.format != "toml")
     trainer = _trainer_fsdp(doc, value, options) if doc.format != "toml" and detect.training_arguments(value) else None
