@@ -107,10 +107,9 @@ def inside(real: str, root: str) -> bool:
 def special(path: str) -> str | None:
     """Why the file must not be opened ("a FIFO", "under /proc"), or None for a regular file.
     Follows symbolic links; a path that cannot be examined says why."""
-    real = os.path.realpath(path)
-    for folder in SYSTEM_FOLDERS:
-        if inside(real, folder):
-            return f"under {folder}"
+    why = under_system_folder(os.path.realpath(path))
+    if why is not None:
+        return why
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
@@ -118,6 +117,14 @@ def special(path: str) -> str | None:
     except ValueError:  # a NUL byte
         return "not a usable path (it holds a NUL byte)"
     return None if stat.S_ISREG(mode) else file_kind(mode) or "not a regular file"
+
+
+def under_system_folder(real: str) -> str | None:
+    """"under /proc" for a real path in a folder of SYSTEM_FOLDERS, else None."""
+    for folder in SYSTEM_FOLDERS:
+        if inside(real, folder):
+            return f"under {folder}"
+    return None
 
 
 def written_as_system_path(path: str) -> bool:

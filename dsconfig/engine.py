@@ -16,7 +16,7 @@ import os
 from typing import Iterable, NamedTuple
 
 from . import budget, pairs
-from .boundary import Boundary, inside, repository_root, special
+from .boundary import Boundary, inside, repository_root, special, under_system_folder
 from .document import DictDocument, Document, JsonDocument
 from .files import os_reason
 from .findings import Finding
@@ -269,9 +269,9 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary,
     visited = {top_real}  # real folders entered: a link back up would otherwise loop forever
     # (folder, the .gitignore pattern sets in force there, whether the folder itself is ignored: entered for
     # the files git tracks in it)
-    stack = [(top, inherited, False)]
+    stack = [(top, top_real, inherited, False)]
     while stack:
-        root, ignores, ignored_folder = stack.pop()
+        root, root_real, ignores, ignored_folder = stack.pop()
         if gitignore:
             own = _read_gitignore(root, problems)
             if own is not None:
@@ -305,30 +305,32 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary,
                         ignored.append(path)
                     continue
                 if is_dir:
-                    real = os.path.realpath(path)
+                    real = os.path.join(root_real, entry.name)
                     if not is_link and real not in visited:
                         visited.add(real)
-                        ignored_folders.append(path)
+                        ignored_folders.append((path, real))
                     continue
+            # the real path of an entry that is no link is its real folder's and its name (no lstat per part)
+            real = os.path.realpath(path) if is_link else os.path.join(root_real, entry.name)
             if is_link:
-                real = os.path.realpath(path)
                 if os.path.exists(path) and not (inside(real, top_real) or allowed.admits(real)):
                     if not is_dir:  # a folder linked in from elsewhere (`data -> /datasets`) is passed in silence
                         problems.append(_link_out(path, real, top))
                     continue
             if is_dir:
-                real = os.path.realpath(path)
                 if real not in visited:
                     visited.add(real)
-                    folders.append(path)
+                    folders.append((path, real))
                 continue
-            why = special(path)  # a dangling link, a loop, a FIFO, a device: never opened
+            # a dangling link, a loop, a FIFO, a device: never opened (the folder listing says a plain file is one)
+            plain = not is_link and entry.is_file(follow_symlinks=False)
+            why = under_system_folder(real) if plain else special(path)
             if why is not None:
                 problems.append(_entry_problem(path, why))
                 continue
             found.append(path)
-        below = [(folder, ignores, ignored_folder) for folder in folders]
-        below += [(folder, ignores, True) for folder in ignored_folders]
+        below = [(folder, real, ignores, ignored_folder) for folder, real in folders]
+        below += [(folder, real, ignores, True) for folder, real in ignored_folders]
         stack.extend(sorted(below, reverse=True))
     return found
 

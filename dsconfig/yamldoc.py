@@ -172,7 +172,8 @@ _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?
 # its simple quoted strings are words): both loaders read these alike
 _WORD = r"[\w.+/-]+"
 _ONE_LINE_FLOW = re.compile(
-    rf"(:[ \t]+)(?:\[\]|\{{\}}|\[{_WORD}(?:,[ \t]*{_WORD})*\]|\{{{_WORD}:[ \t]+{_WORD}(?:,[ \t]*{_WORD}:[ \t]+{_WORD})*\}})"
+    rf"(:[ \t]+)(?:\[\]|\{{\}}|\[[ \t]*{_WORD}(?:[ \t]*,[ \t]*{_WORD})*[ \t]*\]"
+    rf"|\{{[ \t]*{_WORD}:[ \t]+{_WORD}(?:[ \t]*,[ \t]*{_WORD}:[ \t]+{_WORD})*[ \t]*\}})"
     r"(?=[ \t]*$)", re.MULTILINE)
 # a quoted scalar without escapes, on one line: text to both loaders, whatever it holds
 _QUOTED = re.compile(r"\"[^\"\\\n]*\"|'[^'\n]*'")
@@ -194,6 +195,8 @@ def _libyaml_agrees(text: str) -> bool:
         text = _COMMENT.sub("", text)
     if "${" in text:
         text = _INTERPOLATION.sub("x", text)
+    if "'" in text or '"' in text:  # a one-line quoted scalar is text to both, `|`, `>`, `!` or `'` in it included
+        text = _QUOTED.sub("w", text)
     if _OUTSIDE_PLAIN_SUBSET.search(text):
         return False
     if "[" in text or "{" in text:
@@ -201,13 +204,16 @@ def _libyaml_agrees(text: str) -> bool:
         # words and one-line mappings of them, all that real configs hold, do not
         text = _SIMPLE_FLOW.sub("x", text)
         if "[" in text or "{" in text or "]" in text or "}" in text:
-            text = _ONE_LINE_FLOW.sub(r"\1x", _QUOTED.sub("w", text))
+            text = _ONE_LINE_FLOW.sub(r"\1x", text)
         if "[" in text or "{" in text or "]" in text or "}" in text:
             return False
-    if max(map(len, text.split("\n"))) > 1000:
+    lines = text.split("\n")
+    if max(map(len, lines)) > 1000:
         return False
     deepest = max((len(match) for match in _INDENT.findall(text)), default=0)
-    return deepest + text.count("- ") + text.count("[") + text.count("{") < 150
+    # a block collection nests only by indenting, or by `- - x` on one line (flow collections are on one line
+    # here): a long list of items at one level (a docs table of contents) is not deep
+    return deepest + max(line.count("- ") + line.count("[") + line.count("{") for line in lines) < 150
 
 
 def _scalar_tokens(text: str) -> dict[int, tuple[int, str | None]]:

@@ -38,7 +38,7 @@ from .pysource import (
     reaching,
     value_of,
 )
-from .reading import shards
+from .prefilter import shards
 
 DEFAULT_WORLD_SIZES = (1, 2, 4, 8)
 _MAX_IMPORTED = 2000  # files followed from one Trainer's script (a guard, far above any real project)
