@@ -631,7 +631,7 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
         raise UsageError(str(error)) from None
     try:
         result = checks.check(read.project, read.entries, read.batchnorm, options.world_sizes, options.dataset_size,
-                              options.batchnorm, config_values, sharded=read.sharded)
+                              options.batchnorm, config_values, sharded=read.sharded, starting=read.checks)
     except RecursionError as error:  # every walk is bounded; a crash here is dsconfig's bug, said as such
         raise InternalError(paths[0], error) from error
     findings = read.problems + [_entry_problem(path, _without_path(path, UsageError(why)))

@@ -166,13 +166,16 @@ _OUTSIDE_PLAIN_SUBSET = re.compile(
     "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\|>]|^%", re.MULTILINE)
 _INDENT = re.compile(r"^ *", re.MULTILINE)
 _COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
-_INTERPOLATION = re.compile(r"(?<=[\w$.:/ -])\$\{[\w.:/-]*\}|(?<=: )\$\{[\w.:/-]*\}")
+_INTERPOLATION = re.compile(r"(?<=[\w$.:/ -])\$\{[\w.:/-]*\}|(?<=: )\$\{[\w.:/-]*\}"
+                           r"|(?<=: )\$\{[\w.:/-]*(?:,[ \t]*[\w.:/-]+)+\}(?=[ \t]*$)", re.MULTILINE)  # ${oc.env:A, b}
 _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
 # The same after `key :  ` (any spaces), and one-line flow mappings of plain words (`{"size": 224, "rate": 0}` once
 # its simple quoted strings are words): both loaders read these alike
 _WORD = r"[\w.+/-]+"
+_WORDS = rf"\[[ \t]*{_WORD}(?:[ \t]*,[ \t]*{_WORD})*[ \t]*\]"
+_ITEM = rf"(?:{_WORD}|{_WORDS})"  # a word, or a list of words: [[1, 2], [3, 4]]
 _ONE_LINE_FLOW = re.compile(
-    rf"(:[ \t]+)(?:\[\]|\{{\}}|\[[ \t]*{_WORD}(?:[ \t]*,[ \t]*{_WORD})*[ \t]*\]"
+    rf"(:[ \t]+|^[ \t]*-[ \t]+)(?:\[\]|\{{\}}|\[[ \t]*{_ITEM}(?:[ \t]*,[ \t]*{_ITEM})*[ \t]*\]"
     rf"|\{{[ \t]*{_WORD}:[ \t]+{_WORD}(?:[ \t]*,[ \t]*{_WORD}:[ \t]+{_WORD})*[ \t]*\}})"
     r"(?=[ \t]*$)", re.MULTILINE)
 # a quoted scalar without escapes, on one line: text to both loaders, whatever it holds

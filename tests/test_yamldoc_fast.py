@@ -87,7 +87,8 @@ def test_dumped_values_read_the_same(value, flow, width):
 @SETTINGS
 @given(pieces=st.lists(st.sampled_from(list("ab01 \n:-[]{},#\"'&*?|><=~.yno@`%") +
                                       ["<<", "  ", "- ", ": ", "[]", "{}", ": [a, b]", ": []", ": {}", ", ", ": [ a, b ]",
-                                       ": { a: 1 }", '"<|a|>"', "'x>y'", "'!b'", '"a\\b"', "'it''s'"]),
+                                       ": { a: 1 }", '"<|a|>"', "'x>y'", "'!b'", '"a\\b"', "'it''s'",
+                                       ": [[a, 1], [b]]", "- [ 1, -2.5 ]", ": ${a:b, c}", "${a}", ": ${x,y}"]),
                       max_size=80))
 def test_character_soup_reads_the_same(pieces):
     _same_reading("".join(pieces))

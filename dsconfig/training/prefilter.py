@@ -24,6 +24,7 @@ import keyword
 import re
 
 from .names import is_batch_key
+from .pysource import STRINGS_AND_COMMENTS
 
 # DS802 starts from literal batch sizes, only worth reading in a project that shards batches over devices
 SHARDING_WORDS = ("make_array_from_process_local_data", "device_put", "shard(", "pmap", "host_local_array_to_global")
@@ -35,10 +36,6 @@ _LOADER_CLASS = re.compile(r"^class (\w+)\b[^\n]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)*
 _INIT = re.compile(r"def __init__\s*\(([^)]{0,4000})\)")
 _BATCH_PARAMETER = re.compile(r"batch_?size")  # local_batch_size too
 
-# Python's strings and comments, cut before looking for a division (`"data/train"` divides nothing)
-_STRINGS_AND_COMMENTS = re.compile(
-    r'"""(?:\\.|[^\\])*?"""|\'\'\'(?:\\.|[^\\])*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|#[^\n]*',
-    re.S)
 _TRUE_DIVISION = re.compile(r"[\w)\]]\s*/(?![/=])|(?<!/)/=")
 # 1.0, .5, 1e-3, 2.: a float literal (not an attribute such as x.y, nor the 1 of x1.5)
 _FLOAT_LITERAL = re.compile(r"(?<![\w.])(?:\d[\d_]*\.(?!\w)|\d[\d_]*\.\d|\.\d|\d[\d_]*[eE][-+]?\d)|\bfloat\s*\(")
@@ -68,19 +65,27 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _SCAN_LIMIT = 4000  # characters of one call or value read before giving up (and counting it as a sink)
 
 
-def worth_parsing(text: str, sharded_project: bool, loaders: frozenset = frozenset(), steps: bool = True,
-                  local: frozenset[str] | None = None) -> bool:
-    """`steps`: a --dataset-size was given (the steps table reads every loader); `sharded_project`: DS802 may
-    apply (a world size was given and some script shards); `loaders`: the loader names of the sharding files;
-    `local`: the names of the run's modules and packages (file stems, folder names; None: any import may be one)."""
+ALL = frozenset({"DS800", "DS801", "DS802"})
+
+
+def starts(text: str, sharded_project: bool, loaders: frozenset = frozenset(), steps: bool = True,
+           local: frozenset[str] | None = None) -> frozenset[str]:
+    """The DS8xx checks that can start in this script (empty: not worth parsing). `steps`: a --dataset-size was
+    given (every loader is read); `sharded_project`: DS802 may apply (a world size was given and some script
+    shards); `loaders`: the loader names of the sharding files; `local`: the names of the run's modules and
+    packages (file stems, folder names; None: any import may be one)."""
+    found = set()
     if "Trainer" in text and "lightning" in text and _lightning_trainer(text):
-        return True
-    if ("Loader" in text or "Sampler" in text) and (steps and _SINK_CALL.search(text) or _float_sink_call(text, local)):
-        return True
-    if ("batch" in text or "bs" in text) and _float_store(text, local):
-        return True
-    return sharded_project and (shards(text) or (bool(_LITERAL_BATCH.search(text))
-                                                  and any(name in text for name in loaders)))
+        found.add("DS800")
+    if ("Loader" in text or "Sampler" in text) and steps and _SINK_CALL.search(text):
+        return ALL
+    if ("Loader" in text or "Sampler" in text) and _float_sink_call(text, local):
+        found.add("DS801")
+    elif ("batch" in text or "bs" in text) and _float_store(text, local):
+        found.add("DS801")
+    if sharded_project and (shards(text) or (bool(_LITERAL_BATCH.search(text)) and any(name in text for name in loaders))):
+        found.add("DS802")
+    return frozenset(found)
 
 
 def shards(text: str) -> bool:
@@ -188,7 +193,7 @@ def _may_be_float(value: str, text: str, imports: frozenset[str], seen: set[str]
     """Whether pysource.value_of may call `value` a float, read from the text as it reads the tree, erring
     towards yes: a float literal, true division or float() in it; a name imported from elsewhere, or a call
     of a function this file defines; a bare name whose assignments in this file (any scope) may give one."""
-    code = _STRINGS_AND_COMMENTS.sub('""', value)
+    code = STRINGS_AND_COMMENTS.sub('""', value)
     if _FLOAT_LITERAL.search(code) or ("/" in code and _TRUE_DIVISION.search(code)):
         return True
     for match in _IDENTIFIER.finditer(code):

@@ -19,6 +19,7 @@ import ast
 import codecs
 import io
 import os
+import re
 import tokenize
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -138,23 +139,115 @@ class ScriptDocument(Document):
         return None
 
 
-class Source:
-    """One parsed script: its imports, top-level definitions and module-level assignments."""
+# Import statements read from the text (strings and comments cut first): `import a.b as c, d` and
+# `from ..pkg import (x, y as z)`, each on lines of its own
+STRINGS_AND_COMMENTS = re.compile(
+    r'"""(?:\\.|[^\\])*?"""|\'\'\'(?:\\.|[^\\])*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|#[^\n]*',
+    re.DOTALL)
+_IMPORT_LINE = re.compile(r"^[ \t]*import[ \t]+([^\n;]+)", re.MULTILINE)
+_FROM_LINE = re.compile(r"^[ \t]*from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;]+)", re.MULTILINE)
 
-    def __init__(self, path: str, text: str, tree: ast.Module):
+
+def text_imports(text: str) -> set[tuple[int, str]]:
+    """(relative level, dotted target) of the imports written on lines of their own, as Source.imports has them."""
+    if "import" not in text:
+        return set()
+    code = STRINGS_AND_COMMENTS.sub('""', text).replace("\\\n", " ")
+    found = set()
+    for match in _IMPORT_LINE.finditer(code):
+        for part in match.group(1).split(","):
+            words = part.split()
+            if len(words) == 3 and words[1] == "as":
+                found.add((0, words[0]))
+            elif len(words) == 1:
+                found.add((0, words[0].split(".")[0]))
+    for match in _FROM_LINE.finditer(code):
+        level, module = len(match.group(1)), match.group(2)
+        for part in match.group(3).strip().strip("()").split(","):
+            words = part.split()
+            if words and words[0] != "*" and (len(words) == 1 or (len(words) == 3 and words[1] == "as")):
+                found.add((level, f"{module}.{words[0]}" if module else words[0]))
+    return found
+
+
+class Source:
+    """One script: its text, and once something asks for them its AST, imports, top-level definitions, calls,
+    assignments and dict literals (a module only followed through for its imports is never parsed whole)."""
+
+    def __init__(self, path: str, text: str, tree: ast.Module | None = None, real: str | None = None):
         self.path = path  # as given or found (messages)
-        self.real = os.path.realpath(path)
+        self.real = real or os.path.realpath(path)
         self.folder = os.path.dirname(self.real)
         self.text = text
-        self.tree = tree
-        self.imports: dict[str, tuple[int, str]] = {}  # local name -> (relative level, dotted target)
-        self.defs: dict[str, ast.AST] = {}  # top-level class and function definitions
-        self.parents: dict[int, ast.AST] = {}  # id(node) -> its parent
-        self.calls: list[ast.Call] = []
-        self.stores: list[ast.AST] = []  # assignments and augmented assignments, anywhere
-        self.dicts: list[ast.Dict] = []
+        self._tree = tree
+        self._indexed = False
+
+    @property
+    def parsed(self) -> bool:
+        return self._indexed
+
+    @property
+    def tree(self) -> ast.Module:
+        self._index()
+        return self._tree
+
+    @property
+    def imports(self) -> dict[str, tuple[int, str]]:
+        """local name -> (relative level, dotted target)"""
+        self._index()
+        return self._imports
+
+    @property
+    def defs(self) -> dict[str, ast.AST]:
+        """top-level class and function definitions"""
+        self._index()
+        return self._defs
+
+    @property
+    def parents(self) -> dict[int, ast.AST]:
+        """id(node) -> its parent"""
+        self._index()
+        return self._parents
+
+    @property
+    def calls(self) -> list[ast.Call]:
+        self._index()
+        return self._calls
+
+    @property
+    def stores(self) -> list[ast.AST]:
+        """assignments and augmented assignments, anywhere"""
+        self._index()
+        return self._stores
+
+    @property
+    def dicts(self) -> list[ast.Dict]:
+        self._index()
+        return self._dicts
+
+    def import_targets(self) -> list[tuple[int, str]]:
+        """(relative level, dotted target) of every import, sorted; read from the text while the file is not
+        parsed (what the AST's imports give, unless an import shares its line with other code)."""
+        return sorted(set(self._imports.values()) if self._indexed else text_imports(self.text))
+
+    def _index(self) -> None:
+        if self._indexed:
+            return
+        self._indexed = True
+        if self._tree is None:
+            try:
+                self._tree = parse(self.text, self.path)
+            except Unreadable:  # an imported file Python cannot parse: nothing in it is followed
+                self._tree = ast.Module(body=[], type_ignores=[])
+        tree = self._tree
+        self._imports: dict[str, tuple[int, str]] = {}
+        self._defs: dict[str, ast.AST] = {}
+        self._parents: dict[int, ast.AST] = {}
+        self._calls: list[ast.Call] = []
+        self._stores: list[ast.AST] = []
+        self._dicts: list[ast.Dict] = []
         stack: list[ast.AST] = [tree]  # one pass over the tree, without recursion (ast.walk plus the parents)
-        parents = self.parents
+        parents = self._parents
         AST = ast.AST
         while stack:
             node = stack.pop()
@@ -169,28 +262,28 @@ class Source:
                     parents[id(child)] = node
                     stack.append(child)
             if isinstance(node, ast.Call):
-                self.calls.append(node)
+                self._calls.append(node)
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                self.stores.append(node)
+                self._stores.append(node)
             elif isinstance(node, ast.Dict):
-                self.dicts.append(node)
+                self._dicts.append(node)
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
-                        self.imports[alias.asname] = (0, alias.name)
+                        self._imports[alias.asname] = (0, alias.name)
                     else:
                         top = alias.name.split(".")[0]
-                        self.imports.setdefault(top, (0, top))
+                        self._imports.setdefault(top, (0, top))
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     if alias.name != "*":
                         dotted = f"{node.module}.{alias.name}" if node.module else alias.name
-                        self.imports[alias.asname or alias.name] = (node.level, dotted)
+                        self._imports[alias.asname or alias.name] = (node.level, dotted)
         for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.defs[node.name] = node
+                self._defs[node.name] = node
         # in source order (the stack visited them backwards): the first finding of a kind is the first written
-        for nodes in (self.calls, self.stores, self.dicts):
+        for nodes in (self._calls, self._stores, self._dicts):
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
 
     def parent(self, node: ast.AST) -> ast.AST | None:

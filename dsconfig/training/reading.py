@@ -18,12 +18,13 @@ from ..boundary import Boundary, inside, special
 from ..findings import Finding
 from ..phases import LOAD
 from ..rules.files import FILE_TOO_LARGE, PARSE_ERROR
-from .prefilter import loader_names, shards, worth_parsing
+from .prefilter import ALL, loader_names, shards, starts
 from .pysource import Project, Source, Unreadable, decode_source, parse
 
 class Scripts(NamedTuple):
     project: Project
     entries: list[Source]  # the scripts the checks start from
+    checks: dict[str, frozenset[str]]  # real path -> the checks that can start there (named scripts: all)
     batchnorm: list[str]  # real paths of the scripts that mention BatchNorm, in the order given
     sharded: bool  # a world size was given and a script may split batches over devices (DS802 applies)
     problems: list[Finding]  # named scripts that cannot be read
@@ -41,6 +42,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
 
     limit = max_bytes or files.MAX_BYTES
     entries: dict[str, Source] = {}
+    checks: dict[str, frozenset[str]] = {}  # real path -> the DS8xx checks that can start there
     pending: dict[str, tuple[str, str]] = {}  # real path -> (path, text) read but not parsed yet
     problems: list[Finding] = []
     unreadable: list[tuple[str, str]] = []
@@ -78,13 +80,18 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
     for path, real, text, named in texts:
         if "BatchNorm" in text:
             batchnorm.append(real)
-        if named or worth_parsing(text, sharded, loaders, steps, local):
+        if named:  # parsed now: a named script Python cannot parse is reported
             try:
-                entries[real] = Source(path, text, parse(text, path))
+                entries[real] = Source(path, text, parse(text, path), real)
+                checks[real] = ALL
             except Unreadable as error:
-                if named:
-                    problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
-                                            error.column))
+                problems.append(_placed(Finding(PARSE_ERROR, error.message, fails_in=LOAD), path, error.line,
+                                        error.column))
+            continue
+        found = starts(text, sharded, loaders, steps, local)
+        if found:  # parsed when a check asks (DS800 first looks for a loader among its imports)
+            entries[real] = Source(path, text, real=real)
+            checks[real] = found
         else:
             pending[real] = (path, text)
     roots = tuple(dict.fromkeys(root if os.path.isdir(root) else os.path.dirname(root) for root in boundary.roots))
@@ -93,18 +100,19 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
     def load(real: str) -> Source | None:
         """A module a script imports: a walked script not parsed yet, or a file inside the boundary."""
         try:
-            if real in pending:
+            if real in pending:  # parsed when a check asks for more than its imports
                 path, text = pending.pop(real)
-                return Source(path, text, parse(text, path))
+                return Source(path, text, real=real)
             if not allowed.admits(real) or special(real) is not None:
                 return None
             root = next(root for root in roots if inside(real, root))  # a named script's folder, say
             text = decode_source(files.read_bytes(real, limit, beside=root))
-            return Source(os.path.relpath(real) if not os.path.isabs(paths[0]) else real, text, parse(text, real))
+            return Source(os.path.relpath(real) if not os.path.isabs(paths[0]) else real, text, real=real)
         except (files.FileError, Unreadable):
             return None
 
-    return Scripts(Project(entries, load, roots), list(entries.values()), batchnorm, sharded, problems, unreadable)
+    return Scripts(Project(entries, load, roots), list(entries.values()), checks, batchnorm, sharded, problems,
+                   unreadable)
 
 
 def _module_names(reals) -> frozenset[str]:

@@ -38,7 +38,7 @@ from .pysource import (
     reaching,
     value_of,
 )
-from .prefilter import shards
+from .prefilter import ALL, shards
 
 DEFAULT_WORLD_SIZES = (1, 2, 4, 8)
 _MAX_IMPORTED = 2000  # files followed from one Trainer's script (a guard, far above any real project)
@@ -76,10 +76,12 @@ class ScriptsResult(NamedTuple):
 
 def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Iterable[str],
           world_sizes: tuple[int, ...] | None, dataset_size: int | None, batchnorm: bool,
-          config_values: dict[str, object], sharded: bool = True) -> ScriptsResult:
+          config_values: dict[str, object], sharded: bool = True,
+          starting: dict[str, frozenset[str]] | None = None) -> ScriptsResult:
     """Run the DS8xx checks over `entries` (the scripts worth reading), resolving through `project`;
     `mentions_batchnorm`: real paths of the scripts whose text mentions BatchNorm (read in turn until one
-    builds a layer); `sharded`: whether any script splits batches over devices (else DS802 has nothing to do)."""
+    builds a layer); `sharded`: whether any script splits batches over devices (else DS802 has nothing to do);
+    `starting`: real path -> the checks that can start in that script (training.prefilter; default all)."""
     entries = list(entries)
     findings: list[Finding] = []
     used: dict[str, set[str]] = {}
@@ -88,12 +90,16 @@ def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Itera
     norm = _first_batchnorm(project, mentions_batchnorm, crashed)
     for source in entries:
         # a check that crashes on one script (dsconfig's bug) is reported for that script; the others go on
+        runs = starting.get(source.real, ALL) if starting is not None else ALL
         try:
-            found = _sharded_twice(project, source, world_sizes, dataset_size, config_values, used, memo)
-            found += _float_batch_sizes(project, source)
+            found = []
+            if "DS800" in runs:
+                found += _sharded_twice(project, source, world_sizes, dataset_size, config_values, used, memo)
+            if "DS801" in runs:
+                found += _float_batch_sizes(project, source)
             # a test's batch runs on the test machine's devices, not the launch's; a BatchNorm some script builds
             # may not be the trained model's (--batchnorm says it is)
-            if sharded and not _a_test(source.path):
+            if "DS802" in runs and sharded and not _a_test(source.path):
                 found += _indivisible(project, source, world_sizes, batchnorm, norm if batchnorm else None, used,
                                       memo)
         except Exception as error:  # noqa: BLE001 - reported as that script's internal error
@@ -158,6 +164,10 @@ def _last_name(func: ast.AST) -> str:
 def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, config_values, used,
                    memo: dict) -> list[Finding]:
     findings = []
+    if "Trainer" not in source.text:
+        return findings
+    if not source.parsed and not _loaders_reached(project, source, memo):
+        return findings  # no loader to shard twice among what it imports: the script is not parsed for this
     for trainer in source.calls:
         if _last_name(trainer.func) != "Trainer":
             continue
@@ -166,7 +176,7 @@ def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, 
             continue
         if not _shards_its_loaders(trainer):
             continue
-        loaders = [found for module in _imported(project, source, memo) for found in _rank_sharded_loaders(project, module, memo)]
+        loaders = _loaders_reached(project, source, memo)
         if not loaders:
             continue
         loader_source, loader, keyword, sampler_source, sampler, sharding = loaders[0]
@@ -189,6 +199,11 @@ def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, 
         finding.related = tuple(dict.fromkeys(related))
         findings.append(finding)
     return findings
+
+
+def _loaders_reached(project: Project, source: Source, memo: dict) -> list:
+    """The rank-sharded DataLoaders of the script and of the project files it imports, transitively."""
+    return [found for module in _imported(project, source, memo) for found in _rank_sharded_loaders(project, module, memo)]
 
 
 def _shards_its_loaders(trainer: ast.Call) -> bool:
@@ -226,7 +241,7 @@ def _direct_imports(project: Project, source: Source, memo: dict) -> list[Source
     key = ("imports", source.real)
     if key not in memo:
         found = {}
-        for level, dotted in source.imports.values():
+        for level, dotted in source.import_targets():
             parts = dotted.split(".")
             for cut in range(len(parts), max(len(parts) - 2, 0), -1):
                 module = project.module(source, level, ".".join(parts[:cut]))
@@ -243,6 +258,8 @@ def _rank_sharded_loaders(project: Project, module: Source, memo: dict) -> list:
     if key in memo:
         return memo[key]
     found = memo[key] = []
+    if not module.parsed and not ("DataLoader" in module.text and "sampler" in module.text):
+        return found  # no DataLoader(..., sampler=...) in it: not parsed for nothing
     for call in module.calls:
         if _last_name(call.func) != "DataLoader" or project.qualified(module, call.func) not in DATALOADERS:
             continue
