@@ -44,7 +44,7 @@ def build(folder: str, count: int, config: dict | None) -> None:
 
 def run(argv: list[str], cwd: str) -> tuple[float, float, int]:
     """(seconds, peak RSS in MB, exit status) of one child process."""
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    env = {**os.environ, "PYTHONPATH": ROOT, "DSCONFIG_NO_CACHE": "1"}  # full runs, not replays
     start = time.perf_counter()
     child = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(child.pid, 0)

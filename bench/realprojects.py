@@ -11,7 +11,9 @@ the project and the real library (repository, commit, run, file, line, rule, tru
 
 Each repository is linted twice in a fresh process, `dsconfig lint .` (what CI does first) and
 `dsconfig lint . --world-size 8`, in the repository's folder, with its own settings files honoured as a user's
-would be. Printed: per repository the exit status, errors and warnings, time and peak memory; per rule the
+would be, both full runs (the result cache off); then `dsconfig lint .` twice more sharing a fresh cache folder,
+the second timed ("rerun": the unchanged tree). Printed: per repository the exit status, errors and warnings,
+time and peak memory; per rule the
 findings judged true and false and the precision; the repositories that would fail CI on a false error.
 """
 
@@ -37,8 +39,12 @@ class Run(collections.namedtuple("Run", "repo run status seconds mb findings cra
     """One `dsconfig lint .` of one repository."""
 
 
-def run_measured(argv: list[str], cwd: str) -> tuple[int, float, float, bytes, bytes]:
-    env = {**os.environ, "PYTHONPATH": ROOT, "NO_COLOR": "1"}
+def run_measured(argv: list[str], cwd: str, cache: str | None = None) -> tuple[int, float, float, bytes, bytes]:
+    """`cache`: the result cache's folder for this run; without one the run is a full (cold) one."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "NO_COLOR": "1", "DSCONFIG_NO_CACHE": "1"}
+    if cache is not None:
+        env.pop("DSCONFIG_NO_CACHE")
+        env["DSCONFIG_CACHE_DIR"] = cache
     env.pop("CI", None)  # the run a developer sees, not the GitHub format
     env.pop("GITHUB_ACTIONS", None)
     out_path, err_path = os.path.join(_scratch(), "out"), os.path.join(_scratch(), "err")
@@ -67,6 +73,16 @@ def lint_repo(folder: str, repo: str, run: str, python: str) -> Run:
     stderr = err.decode("utf-8", "replace")
     crashed = status not in (0, 1) or "Traceback" in stderr or "internal error" in stderr
     return Run(repo, run, status, seconds, mb, findings, crashed, stderr.strip())
+
+
+def rerun_time(folder: str, python: str) -> tuple[float, float]:
+    """`dsconfig lint .` again on the unchanged tree: the second of two runs sharing a fresh cache folder."""
+    cache = os.path.join(_scratch(), "cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    argv = [python, "-m", "dsconfig", "lint", ".", "--format", "json"]
+    run_measured(argv, folder, cache)
+    _, seconds, mb, _, _ = run_measured(argv, folder, cache)
+    return seconds, mb
 
 
 def ruff_time(folder: str) -> tuple[float, float] | None:
@@ -163,6 +179,8 @@ def main() -> int:
             if dump:
                 for finding in result.findings:
                     dump.write(json.dumps({"repo": repo, "commit": commit, "run": run, **finding}) + "\n")
+        rerun = rerun_time(folder, args.python)
+        row.append(f"rerun {rerun[0]:5.2f}s {rerun[1]:4.0f}MB")
         if args.ruff:
             timed = ruff_time(folder)
             if timed:

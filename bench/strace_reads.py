@@ -37,7 +37,9 @@ def trace(top: Path, argv: list[str]) -> tuple[subprocess.CompletedProcess, list
     log = top / "strace.log"
     command = [sys.executable, "-m", "dsconfig", *argv] if argv[0] != "--api" else \
         [sys.executable, "-c", f"import dsconfig; print(repr({argv[1]}))"]
-    env = {**os.environ, "PYTHONPATH": ROOT, "DSCONFIG_TEST_SECRET": SECRET, "TMPDIR": str(top / "tmp")}
+    # the result cache (~/.cache/dsconfig, dsconfig's own state) is off: every case is a full run over the repository
+    env = {**os.environ, "PYTHONPATH": ROOT, "DSCONFIG_TEST_SECRET": SECRET, "TMPDIR": str(top / "tmp"),
+           "DSCONFIG_NO_CACHE": "1"}
     result = subprocess.run(["strace", "-f", "-qq", "-s", "4096", "-e", "trace=open,openat,openat2,creat,connect,"
                              "socket,sendto,bind", "-e", "signal=none", "-o", str(log), *command],
                             cwd=top / "repo", capture_output=True, text=True, env=env, timeout=300)

@@ -17,8 +17,10 @@ import time
 
 
 def environment() -> dict:
+    """Every timed run is a full one: the result cache (dsconfig/cache.py) would replay the second."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["DSCONFIG_NO_CACHE"] = "1"
     return env
 
 

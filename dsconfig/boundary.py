@@ -160,6 +160,27 @@ class Run:
     def __init__(self, boundary: Boundary):
         self.boundary = boundary
         self.digests: dict[str, str] = {}
+        self.observed: dict[str, list] = {}  # real path -> what dsconfig.cache compares on a rerun
+
+
+def observe(real: str | None, stat_result=None) -> None:
+    """The run looked at `real` (a file it read: pass the stat of the open descriptor; a folder it listed: stat
+    now, before listing): a rerun from the cache checks it is unchanged."""
+    run = _CURRENT.get()
+    if run is None or real is None:
+        return
+    try:
+        run.observed[real] = signature(stat_result if stat_result is not None else os.stat(real))
+    except (OSError, ValueError):
+        run.observed[real] = None
+
+
+def signature(stat_result) -> list:
+    """What a change to a file or folder changes: its kind and size (a folder's: 0), modification time (ns),
+    inode and device."""
+    folder = stat.S_ISDIR(stat_result.st_mode)
+    return [stat_result.st_mode >> 12, 0 if folder else stat_result.st_size, stat_result.st_mtime_ns,
+            stat_result.st_ino, stat_result.st_dev]
 
 
 _CURRENT: contextvars.ContextVar[Run | None] = contextvars.ContextVar("dsconfig_boundary", default=None)
@@ -301,6 +322,7 @@ def repository_root(folder: str) -> str | None:
     """The nearest folder at or above `folder` (an absolute path) holding `.git`; None outside a repository."""
     current = folder
     while True:
+        observe(os.path.join(current, ".git"))  # a repository made or removed here moves the ceiling
         if os.path.exists(os.path.join(current, ".git")):
             return current
         parent = os.path.dirname(current)

@@ -16,7 +16,7 @@ import os
 from typing import Iterable, NamedTuple
 
 from . import budget, pairs
-from .boundary import Boundary, inside, repository_root, special, under_system_folder
+from .boundary import Boundary, inside, observe, repository_root, special, under_system_folder
 from .document import DictDocument, Document, JsonDocument
 from .files import os_reason
 from .findings import Finding
@@ -276,6 +276,7 @@ def _walk(top: str, exclude, gitignore: bool, problems: list, allowed: Boundary,
             own = _read_gitignore(root, problems)
             if own is not None:
                 ignores = ignores + [own]
+        observe(root_real)  # its listing decides what is linted: a rerun from the cache checks it
         try:
             entries = sorted(os.scandir(root), key=lambda e: e.name)
         except OSError as error:

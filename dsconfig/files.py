@@ -70,7 +70,9 @@ def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None
         raise FileError(f"{path!r}: cannot read: the path holds a NUL byte") from None
     try:
         with os.fdopen(descriptor, "rb") as handle:
-            mode = os.fstat(descriptor).st_mode
+            status = os.fstat(descriptor)
+            mode = status.st_mode
+            boundary.observe(real, status)  # before reading: a change made while it is read shows on a rerun
             if stat.S_ISDIR(mode):
                 raise FileError(f"{path}: cannot read: is a folder, not a file")
             if not as_asked and not stat.S_ISREG(mode):
@@ -81,6 +83,24 @@ def read_bytes(path: str, limit: int = MAX_BYTES, *, metadata: str | None = None
     except OSError as error:
         raise FileError(f"{path}: cannot read: {os_reason(path, error)}") from None
     boundary.record(path, data, real)
+    return data
+
+
+def read_own(path: str, limit: int = 64 << 20) -> bytes:
+    """A file of dsconfig's own state (dsconfig.cache's entries, in the user's cache folder): not the user's
+    input, so outside the reading boundary, but only a regular file, never through a symbolic link, and at most
+    `limit` bytes. Raises FileError."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except (OSError, ValueError) as error:
+        raise FileError(f"{path}: cannot read: {error}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise FileError(f"{path}: not a regular file")
+        data = read_at_most(handle, limit + 1)
+    if len(data) > limit:
+        raise FileError(f"{path}: larger than {format_size(limit)}")
     return data
 
 

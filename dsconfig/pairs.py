@@ -145,6 +145,8 @@ def _shown(written: str) -> str:
 
 def _exists(path: str) -> bool:
     """A file or anything else that is not a folder (a FIFO or device is then refused, not "missing")."""
+    from .boundary import observe
+    observe(path)  # the file a YAML names appearing or leaving changes what a rerun pairs
     try:
         return os.path.exists(path) and not os.path.isdir(path)
     except (OSError, ValueError):  # a name too long, a NUL byte

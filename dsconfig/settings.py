@@ -111,12 +111,14 @@ def discover(start: str | None = None) -> str | None:
     """The nearest configuration file from `start` (default: the working directory) up to the project's
     ceiling: the repository root, or without one the working directory itself (dsconfig.boundary), so that
     a stray pyproject.toml above an unversioned tree never decides what is linted in it."""
-    from .boundary import folders_up_to_ceiling
+    from .boundary import folders_up_to_ceiling, observe
     for folder in folders_up_to_ceiling(start):
         candidate = os.path.join(folder, CONFIG_NAME)
+        observe(candidate)  # one that appears here later changes what a rerun reads
         if os.path.lexists(candidate):
             return candidate
         candidate = os.path.join(folder, PYPROJECT)
+        observe(candidate)
         if os.path.lexists(candidate) and _mentions_tool_table(candidate):
             return candidate
     return None

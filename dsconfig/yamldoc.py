@@ -180,6 +180,9 @@ _ONE_LINE_FLOW = re.compile(
     r"(?=[ \t]*$)", re.MULTILINE)
 # a quoted scalar without escapes, on one line: text to both loaders, whatever it holds
 _QUOTED = re.compile(r"\"[^\"\\\n]*\"|'[^'\n]*'")
+# the same, of printable ASCII only: taken out before the character test (a tab or control character inside
+# still meets it: `0'\t'` loads in libyaml only)
+_QUOTED_ASCII = re.compile(r"\"[ !#-\[\]-~]*\"|'[ -&(-~]*'")
 
 
 def _libyaml_agrees(text: str) -> bool:
@@ -198,8 +201,8 @@ def _libyaml_agrees(text: str) -> bool:
         text = _COMMENT.sub("", text)
     if "${" in text:
         text = _INTERPOLATION.sub("x", text)
-    if "'" in text or '"' in text:  # a one-line quoted scalar is text to both, `|`, `>`, `!` or `'` in it included
-        text = _QUOTED.sub("w", text)
+    if "'" in text or '"' in text:  # a one-line quoted scalar of printable ASCII is text to both, `|>!` included
+        text = _QUOTED_ASCII.sub("w", text)
     if _OUTSIDE_PLAIN_SUBSET.search(text):
         return False
     if "[" in text or "{" in text:
@@ -207,7 +210,7 @@ def _libyaml_agrees(text: str) -> bool:
         # words and one-line mappings of them, all that real configs hold, do not
         text = _SIMPLE_FLOW.sub("x", text)
         if "[" in text or "{" in text or "]" in text or "}" in text:
-            text = _ONE_LINE_FLOW.sub(r"\1x", text)
+            text = _ONE_LINE_FLOW.sub(r"\1x", _QUOTED.sub("w", text))
         if "[" in text or "{" in text or "]" in text or "}" in text:
             return False
     lines = text.split("\n")

@@ -30,6 +30,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 # the tests that run `python -m dsconfig` in a scratch folder must run this checkout, not an installed one
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+# every run a test makes is a full run: the result cache (dsconfig/cache.py) is tested on its own, with its own
+# folder (tests/test_cache.py), and never replays one test's output into another
+os.environ["DSCONFIG_NO_CACHE"] = "1"
 
 
 def shared_corpus_available() -> bool:

@@ -190,11 +190,15 @@ def _check_output(output_file: str | None, force: bool) -> None:
                    "otherwise opens only the paths given and, for an Accelerate YAML, files in its folder.")
 @click.option("--stdin-filename", metavar="NAME",
               help="The name of the file read from standard input (`-`), for detection and messages.")
-def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, deepspeed_version, framework, batchnorm,
-         model, batch_keys,
+@click.option("--no-cache", is_flag=True,
+              help="Do not replay or keep results in the cache (a rerun on an unchanged tree prints the last "
+                   "output; kept in ~/.cache/dsconfig or DSCONFIG_CACHE_DIR).")
+@click.pass_context
+def lint(ctx, paths, target, world_size, gpus, nodes, training_args, dataset_size, deepspeed_version, framework,
+         batchnorm, model, batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
-         show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename):
+         show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename, no_cache):
     """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
 
     Without PATHS, the current folder is linted. `-` reads standard input. With --fix, safe fixes are
@@ -215,6 +219,11 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
     if output_file == "-" or (output_file is not None and _is_stdout(output_file)):
         output_file = None
     _check_output(output_file, force)
+    # a run that writes nothing but its report and reads no standard input may be replayed (dsconfig.cache)
+    from .. import cache
+    cache.abandon()
+    if not (no_cache or apply_fixes or diff or output_file is not None or "-" in paths or deepspeed_version == "all"):
+        _replay_or_record(ctx.params)
     selection = _selection(config_path, no_config, select, ignore, fail_on)
     if show_info:
         selection = selection._replace(show_info=True)
@@ -253,11 +262,34 @@ def lint(paths, target, world_size, gpus, nodes, training_args, dataset_size, de
     _report(outcome, selection, output_format, output_file, color, statistics, unsafe_fixes,
             stdin=bool(inputs.stdin_text) and apply_fixes, release=release)
     _exit_if_incomplete(outcome)
-    if exit_zero:
-        sys.exit(0)
-    from .. import report
+    from .. import cache, report
     # a file another writer changed meanwhile was not fixed, and its findings were not all shown: exit 1
-    sys.exit(1 if report.failing(outcome.findings, selection.fail_on) or unwritten else 0)
+    status = 0 if exit_zero else 1 if report.failing(outcome.findings, selection.fail_on) or unwritten else 0
+    cache.store(status)
+    sys.exit(status)
+
+
+def _replay_or_record(params: dict) -> None:
+    """Print and exit with what the same run printed last time when nothing it looked at changed; else record
+    this run's output for the next."""
+    from .. import cache
+    if cache.folder() is None:
+        return
+    digest = cache.key(params)
+    stored = cache.replay(digest)
+    if stored is None:
+        cache.start(digest)
+        return
+    stdout, stderr, status = stored
+    try:
+        for block in stdout:
+            click.echo(block, nl=False, color=True)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+    for line in stderr:
+        click.echo(line, err=True)
+    sys.exit(status)
 
 
 # -- settings -> options --------------------------------------------------------------------------------
@@ -502,7 +534,7 @@ def _blocks(pieces, size: int = 1 << 16):
 def _report(outcome: Outcome, selection: Selection, output_format: str, output_file, color: str, statistics: bool,
             unsafe_fixes: bool, stdin: bool, release=None) -> None:
     """The findings (or statistics) to stdout or -o, then the summary line on stderr."""
-    from .. import report
+    from .. import cache, report
 
     findings, documents, settings = outcome.findings, outcome.documents, selection.settings
     to_terminal = output_file is None and not stdin
@@ -540,6 +572,7 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         try:
             for block in _blocks(pieces):  # with --fix on stdin, stdout carries the fixed text
                 click.echo(block, nl=False, color=True, err=stdin)
+                cache.printed(block, err=stdin)
             (sys.stderr if stdin else sys.stdout).flush()
         except BrokenPipeError:
             _reader_gone()
@@ -568,12 +601,14 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
                 line = f"fixed {fixed} problem{'' if fixed == 1 else 's'} in {changed} " \
                        f"file{'' if changed == 1 else 's'}; {'remaining: ' if findings else ''}{line}"
         click.echo(escape.line(line), err=True)
+        cache.printed(escape.line(line), err=True)
 
 
 def _reader_gone() -> None:
     """`dsconfig lint | head -1`: the reader left. The rest of the output goes nowhere, and the exit
     status still says whether errors were found (click would exit 1 whatever was found)."""
-    from .. import files
+    from .. import cache, files
+    cache.abandon()  # what was printed is not all there is
     files.discard_into(sys.stdout.fileno())  # the interpreter's last flush then has somewhere to go
 
 
@@ -594,7 +629,9 @@ def _print_diff(run) -> int:
 
 
 def _warn(message: str) -> None:
+    from .. import cache
     click.echo(escape.line(f"dsconfig: warning: {message}"), err=True)
+    cache.printed(escape.line(f"dsconfig: warning: {message}"), err=True)
 
 
 def _write_fixes(run) -> int:

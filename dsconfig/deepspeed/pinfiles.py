@@ -69,6 +69,8 @@ def pins_in(folder: str, ceiling: str | None = None) -> list[Pin]:
 
 
 def listing(folder: str) -> list[str]:
+    from ..boundary import observe
+    observe(folder)  # a pin file added here changes the release a rerun replays
     try:
         return sorted(os.listdir(folder))
     except OSError:

@@ -8,14 +8,16 @@ check looks for:
   DS800  a `Trainer(` call of Lightning that may keep use_distributed_sampler=True (no positional
          arguments, no **settings, the sampler keyword not given as anything but True);
   DS801  a batch-size sink (a loader or sampler argument, a config key assigned or written in a
-         literal) whose value may be a float: not an int literal and not an attribute or subscript
-         (what the value inference reads as unknown), in a file that divides, writes a float literal
-         or calls float(), or that imports a name the value uses;
+         literal) whose value may be a float as pysource.value_of reads it: not an int literal, an
+         attribute or a subscript (unknown to it), and holding a float literal, a true division or
+         float(), a name imported from the run's own modules, a call of a function the file defines, or
+         a name whose assignments in the file may give one;
   DS802  JAX sharding calls, or a literal batch size next to a loader such a file defines.
 
-Each test is conservative where the text is hard to read (a call whose parentheses do not close within
-a few thousand characters counts as a sink): a skipped script must be one the checks would have found
-nothing in. tests/training/test_prefilter.py holds the prefilter to that against the checks themselves.
+Each test errs towards parsing where the text is hard to read (a call whose parentheses do not close
+within a few thousand characters counts as a sink): a skipped script must be one the checks would have
+found nothing in. tests/training/test_prefilter.py holds the prefilter to that against the checks
+themselves on composed scripts, and bench/prefilter_recall.py on real repositories.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def text_imports(text: str) -> set[tuple[int, str]]:
     """(relative level, dotted target) of the imports written on lines of their own, as Source.imports has them."""
     if "import" not in text:
         return set()
-    code = STRINGS_AND_COMMENTS.sub('""', text).replace("\\\n", " ")
+    code = STRINGS_AND_COMMENTS.sub(lambda m: "" if m.group(0)[0] == "#" else '""', text).replace("\\\n", " ")
     found = set()
     for match in _IMPORT_LINE.finditer(code):
         for part in match.group(1).split(","):
@@ -368,6 +368,8 @@ class Project:
         if not any(folder == root or folder.startswith(root.rstrip(os.sep) + os.sep) for root in self._roots):
             return None
         if folder not in self._listings:
+            from ..boundary import observe
+            observe(folder)  # which modules exist decides what an import means: a rerun from the cache checks it
             try:
                 self._listings[folder] = frozenset(os.listdir(folder))
             except OSError:
