@@ -99,12 +99,13 @@ class Replay:
         return self.source.get(option, pointer_join("", option))
 
     def fail(self, rule, pointer: str, error: BaseException | str, hint: str = "", on_key: bool = False,
-             fix: str | None = None):
+             fix: str | None = None, launch: str = "`accelerate launch`"):
+        """`launch`: the launch that fails, when not every one does (`accelerate launch` without a flag)."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         if rule is INVALID_SETTING and pointer in self.booleans:
             rule = YAML_BOOLEAN
             hint = f"YAML 1.1 reads the unquoted `{self.booleans[pointer]}` as a boolean; quote it"
-        message = f"`accelerate launch` fails: {text}" + (f"; {hint}" if hint else "")
+        message = f"{launch} fails: {text}" + (f"; {hint}" if hint else "")
         self.findings.append(Finding(rule, message, pointer, fails_in=LAUNCH, on_key=on_key, fix=fix))
 
     def attempt(self, rule, pointer: str, compute, hint: str = ""):
@@ -132,8 +133,8 @@ class Replay:
         if args["num_processes"] == -1:
             self.fail(NUM_PROCESSES_MISSING, self.where("num_processes"),
                       "ValueError: You need to manually pass in `--num_processes` using this config yaml.",
-                      "unless the launch command gives --num_processes, set num_processes: the total number of "
-                      "processes over all machines")
+                      "set num_processes: the total number of processes over all machines",
+                      launch="`accelerate launch` without --num_processes")
         self._cpu_threads()
         if self.launcher == "deepspeed":
             self._deepspeed()

@@ -1,11 +1,11 @@
 """Read the training scripts of a lint run: bytes, text, AST, and the Project that resolves imports.
 
 A script named on the command line is always parsed, and one that cannot be read is reported (DS000
-with line and column, DS007 past --max-file-size); a script a folder walk found is parsed only when
-its text mentions something the checks look for (the rest are parsed later, only if a parsed script
-imports them) and is skipped silently when it cannot be read. A module a script imports that was
-not linted is read only inside the run's boundary (the folders linted, a named script's folder),
-never a special file.
+with line and column, DS007 past --max-file-size); a script a folder walk found is an entry only for the
+checks that can start in it (training.prefilter), parsed when one of them asks, and is skipped
+silently when it cannot be read or parsed. The others are parsed only if a check needs more of a
+module a script imports than its import lines. A module a script imports that was not linted is read
+only inside the run's boundary (the folders linted, a named script's folder), never a special file.
 """
 
 from __future__ import annotations
