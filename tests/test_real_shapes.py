@@ -104,6 +104,10 @@ def test_megatron_style_batches_split_over_data_parallel_ranks(tmp_path):
           "trainer:\n  devices: 8\n  accumulate_grad_batches: 1\nmodel:\n"
           "  micro_batch_size: 4\n  global_batch_size: 12\n  tensor_model_parallel_size: 2\n")
     assert seen(tmp_path) == [("conf/megatron_gpt_config.yaml", "DS208")]  # 12 over 4 ranks × 4 per rank
+    finding = next(f for f in lint_folder(tmp_path) if f.code == "DS208")
+    # the batch splits over data-parallel ranks, said as such; the world size is the launch's
+    assert "4 data-parallel ranks (8 GPUs, 2 per model replica)" in finding.message, finding.message
+    assert "GPUs ×" not in finding.message and finding.world_size == 8
 
 
 def test_a_deepspeed_config_file_relative_to_a_folder_above_the_yaml(tmp_path):

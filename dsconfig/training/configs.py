@@ -136,9 +136,9 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
         world_sizes = tuple(world // parallel for world in world_sizes if world % parallel == 0 and world >= parallel)
     for entry in good:
         if entry.kind == GLOBAL and world_sizes:
-            findings.extend(_split(root, entry, world_sizes, options.batchnorm))
+            findings.extend(_split(root, entry, world_sizes, options.batchnorm, parallel))
         elif entry.kind == PER_DEVICE and world_sizes and _training(entry):
-            findings.append(_global_batch(root, entry, world_sizes, source))
+            findings.append(_global_batch(root, entry, world_sizes, source, parallel))
         # evaluation batches are exempt: BatchNorm in eval mode uses its running statistics
         if entry.kind == PER_DEVICE and entry.value == 1 and options.batchnorm and _training(entry):
             findings.append(Finding(BATCHNORM_ONE_SAMPLE, f"{dotted(entry.pointer)} is 1 per device and the model has "
@@ -326,8 +326,17 @@ def _parent(root, entry: Entry) -> dict:
     return value_at(root, pointer_tokens(entry.pointer)[:-1])  # the mapping batch_entries found the key in
 
 
-def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
-    """DS208 / DS207 / DS205 for a global batch at each world size."""
+def _ranks(ranks: int, parallel: int) -> str:
+    """What a batch splits over: GPUs, or with model parallelism the data-parallel ranks of the GPUs."""
+    if parallel == 1:
+        return f"{ranks} GPU{'s' if ranks != 1 else ''}"
+    return (f"{ranks} data-parallel rank{'s' if ranks != 1 else ''} ({ranks * parallel} GPUs, {parallel} per model "
+            "replica)")
+
+
+def _split(root, entry: Entry, world_sizes, batchnorm: bool, parallel: int = 1) -> list[Finding]:
+    """DS208 / DS207 / DS205 for a global batch at each world size (`world_sizes`: data-parallel ranks when a
+    model replica spans `parallel` GPUs)."""
     name, total = dotted(entry.pointer), entry.value
     # An accumulation written beside the batches is what the loop uses; one elsewhere in the file may be
     # derived by it (NeMo's trainer.accumulate_grad_batches: 1 next to model.global_batch_size)
@@ -343,15 +352,15 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
             if expected != total:
                 findings.append(Finding(
                     GLOBAL_BATCH_INDIVISIBLE,
-                    f"{name} is {total}, but {per_device[0]} {per_device[1]} × {accumulation[0]} {accum} × {world} GPUs "
-                    f"= {expected} at world size {world}: one of them is not what the training loop does. "
-                    f"{_agreeing(name, total, per_device, accumulation[0], accum, world, least)}",
-                    entry.pointer, fails_in=STEP, world_size=world, fix=str(expected)))
+                    f"{name} is {total}, but {per_device[0]} {per_device[1]} × {accumulation[0]} {accum} × "
+                    f"{_ranks(world, parallel)} = {expected} at world size {world * parallel}: one of them is not what "
+                    f"the training loop does. {_agreeing(name, total, per_device, accumulation[0], accum, world, least)}",
+                    entry.pointer, fails_in=STEP, world_size=world * parallel, fix=str(expected)))
             continue
         # without accumulation written, the loop derives it (Megatron-style: global / (micro × world))
         step = world * (accum or 1) * (per_device[1] if per_device and accum is None else 1)
         if total % step:
-            parts = [f"{world} GPUs"]
+            parts = [_ranks(world, parallel)]
             if accum:
                 parts.append(f"{accumulation[0]} {accum}")
             if per_device and accum is None:
@@ -360,24 +369,24 @@ def _split(root, entry: Entry, world_sizes, batchnorm: bool) -> list[Finding]:
                 GLOBAL_BATCH_INDIVISIBLE,
                 f"{name} {total} does not split evenly over {' × '.join(parts)} (a multiple of {step} does): JAX "
                 "fails with \"batch size must be divisible by the number of devices\" and PyTorch code computing "
-                f"{total} // {world} per GPU trains a smaller batch than written. "
-                f"{_choices(total, accum or 1, world, least, name, step)}",
-                entry.pointer, fails_in=STEP, world_size=world,
+                f"{total} // {world} per {'GPU' if parallel == 1 else 'rank'} trains a smaller batch than written. "
+                f"{_choices(total, accum or 1, world, least, name, step, parallel)}",
+                entry.pointer, fails_in=STEP, world_size=world * parallel,
                 fix=str(_nearest(total, step, least * world * (accum or 1)))))
             continue
         each = total // (world * (accum or 1))
         if each == 1 and per_device is None and training:  # a per-device key next to it is checked on its own
-            message = (f"{name} {total} over {world} GPUs" + (f" × {accum} accumulation steps" if accum else "")
+            message = (f"{name} {total} over {_ranks(world, parallel)}" + (f" × {accum} accumulation steps" if accum else "")
                        + " leaves 1 sample per device per step")
             if batchnorm:
                 findings.append(Finding(BATCHNORM_ONE_SAMPLE, message + ": with BatchNorm layers the first step fails "
                                         "with \"Expected more than 1 value per channel when training\". "
-                                        f"{_choices(total, accum or 1, world, 2, name)}",
-                                        entry.pointer, fails_in=STEP, world_size=world,
+                                        f"{_choices(total, accum or 1, world, 2, name, None, parallel)}",
+                                        entry.pointer, fails_in=STEP, world_size=world * parallel,
                                         fix=str(2 * world * (accum or 1))))
             else:
                 findings.append(Finding(MICRO_BATCH_ONE, message + "; a model with BatchNorm layers fails on it "
-                                        "(--batchnorm makes this an error)", entry.pointer, world_size=world))
+                                        "(--batchnorm makes this an error)", entry.pointer, world_size=world * parallel))
     return findings
 
 
@@ -401,15 +410,18 @@ def _nearest(total: int, step: int, floor: int) -> int:
     return max(best, -(-floor // step) * step)
 
 
-def _choices(total: int, accum: int, world: int, least: int, name: str, step: int | None = None) -> str:
-    """The nearest global batches that split, with what each GPU then gets (never fewer than `least`)."""
+def _choices(total: int, accum: int, world: int, least: int, name: str, step: int | None = None,
+             parallel: int = 1) -> str:
+    """The nearest global batches that split, with what each GPU (data-parallel rank) then gets (never fewer
+    than `least`)."""
     step = step or world * accum
     floor = least * world * accum
     below = total // step * step
     options = [v for v in (below, below + step) if v >= floor and v > 0]
     if not options:
         options = [-(-floor // step) * step]
-    said = " or ".join(f"{v} ({v // (world * accum)} per GPU)" for v in dict.fromkeys(options))
+    unit = "GPU" if parallel == 1 else "rank"
+    said = " or ".join(f"{v} ({v // (world * accum)} per {unit})" for v in dict.fromkeys(options))
     return f"Set {name} to {said}"
 
 
@@ -418,13 +430,14 @@ def _training(entry: Entry) -> bool:
     return not any(_NOT_TRAINING.search(token.lower()) for token in pointer_tokens(entry.pointer))
 
 
-def _global_batch(root, entry: Entry, world_sizes, source: str | None) -> Finding:
-    """DS209: what the per-device batch makes per optimizer step at each world size."""
+def _global_batch(root, entry: Entry, world_sizes, source: str | None, parallel: int = 1) -> Finding:
+    """DS209: what the per-device batch makes per optimizer step at each world size (data-parallel ranks when a
+    model replica spans `parallel` GPUs)."""
     accumulation = _accumulation(root, entry)
     accum = accumulation[1] if _usable(accumulation) else 1
     how = f"{accumulation[0]} {accum}" if _usable(accumulation) else \
         "no accumulation key in this file: 1"
-    each = "; ".join(f"{entry.value * accum * world} on {world} GPU{'s' if world > 1 else ''} "
+    each = "; ".join(f"{entry.value * accum * world} on {_ranks(world, parallel)} "
                      f"({entry.value} × {accum} × {world})" for world in world_sizes)
     where = f" ({source})" if source else ""
     return Finding(GLOBAL_BATCH, f"global batch per optimizer step{where}: {each}; {dotted(entry.pointer)} "
