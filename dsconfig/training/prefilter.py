@@ -65,6 +65,10 @@ _PLAIN_VALUE = re.compile(
     r"\d[\d_]*|[A-Za-z_]\w*(?:\s*(?:\.\s*[A-Za-z_]\w*|\[[^\[\]()]*\]))+|True|False|None|(['\"])[^'\"\\\n]*\1")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _SCAN_LIMIT = 4000  # characters of one call or value read before giving up (and counting it as a sink)
+# Places of one kind read in a file before giving up and parsing it (a hostile file of 30,000 `Loader(` would
+# otherwise cost a scan each), and names followed through assignments
+_MAX_SITES = 1000
+_MAX_NAMES = 64
 
 
 ALL = frozenset({"DS800", "DS801", "DS802"})
@@ -116,7 +120,9 @@ def loader_names(texts) -> frozenset[str]:
 def _lightning_trainer(text: str) -> bool:
     """A `Trainer(` call that may leave use_distributed_sampler at True (scripts._shards_its_loaders reads the
     parsed call the same way, and more: devices=1)."""
-    for match in _LIGHTNING_TRAINER.finditer(text):
+    for count, match in enumerate(_LIGHTNING_TRAINER.finditer(text)):
+        if count == _MAX_SITES:
+            return True
         arguments = call_arguments(text, match.end() - 1)
         if arguments is None:
             return True
@@ -133,8 +139,10 @@ def _lightning_trainer(text: str) -> bool:
 def _float_sink_call(text: str, local: frozenset[str] | None) -> bool:
     """A loader or sampler call gets a batch size that may be a float: a batch-named keyword, or the second
     positional argument (DataLoader's and BatchSampler's batch_size)."""
-    imports = None
-    for match in _SINK_CALL.finditer(text):
+    imports, seen = None, set()  # names found not to carry a float, for every call of the file
+    for count, match in enumerate(_SINK_CALL.finditer(text)):
+        if count == _MAX_SITES:
+            return True
         arguments = call_arguments(text, match.end() - 1)
         if arguments is None:
             return True
@@ -145,7 +153,7 @@ def _float_sink_call(text: str, local: frozenset[str] | None) -> bool:
         for value in values:
             if not _PLAIN_VALUE.fullmatch(value):
                 imports = _imports(text, local) if imports is None else imports
-                if _may_be_float(value, text, imports, set()):
+                if _may_be_float(value, text, imports, seen):
                     return True
     return False
 
@@ -153,10 +161,12 @@ def _float_sink_call(text: str, local: frozenset[str] | None) -> bool:
 def _float_store(text: str, local: frozenset[str] | None) -> bool:
     """A config batch key assigned (`cfg["batch_size"] = `, `hps.train.batch_size = `, not `self.batch_size = `)
     or written in a dict literal (`"batch_size": `) with a value that may be a float."""
-    imports = None
+    imports, seen = None, set()  # names found not to carry a float, for every store of the file
     # searched in the lower-cased text where that keeps every offset (ASCII), twice as fast as a case class
     matches = _BATCH_NAME_LOWER.finditer(text.lower()) if text.isascii() else _BATCH_NAME_END.finditer(text)
-    for match in matches:
+    for count, match in enumerate(matches):
+        if count == _MAX_SITES:
+            return True
         start = match.start()
         while start > match.start() - 200 and start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
             start -= 1
@@ -186,7 +196,7 @@ def _float_store(text: str, local: frozenset[str] | None) -> bool:
         if _PLAIN_VALUE.fullmatch(value):
             continue
         imports = _imports(text, local) if imports is None else imports
-        if _may_be_float(value, text, imports, set()):
+        if _may_be_float(value, text, imports, seen):
             return True
     return False
 
@@ -194,7 +204,8 @@ def _float_store(text: str, local: frozenset[str] | None) -> bool:
 def _may_be_float(value: str, text: str, imports: frozenset[str], seen: set[str]) -> bool:
     """Whether pysource.value_of may call `value` a float, read from the text as it reads the tree, erring
     towards yes: a float literal, true division or float() in it; a name imported from elsewhere, or a call
-    of a function this file defines; a bare name whose assignments in this file (any scope) may give one."""
+    of a function this file defines; a bare name whose assignments in this file (any scope) may give one.
+    `seen`: the names already followed in this file (each is followed once: its verdict does not change)."""
     code = STRINGS_AND_COMMENTS.sub('""', value)
     if _FLOAT_LITERAL.search(code) or ("/" in code and _TRUE_DIVISION.search(code)):
         return True
@@ -212,7 +223,7 @@ def _may_be_float(value: str, text: str, imports: frozenset[str], seen: set[str]
         if after in (".", "[") or name in seen:
             continue  # an attribute or subscript of a local object: unknown
         seen.add(name)
-        if len(seen) > 64:
+        if len(seen) > _MAX_NAMES:
             return True
         for assigned in _assignments(text, name):
             if assigned is None or _may_be_float(assigned, text, imports, seen):

@@ -190,3 +190,13 @@ def test_composed_imports_are_the_parsed_ones(lines):
         assert pysource.text_imports(text) == parsed
     else:
         assert pysource.text_imports(text) >= parsed
+
+
+@pytest.mark.parametrize("text", [
+    "x = " + "Loader(" * 30000,  # never closes
+    "from torch.utils.data import DataLoader\n" + "".join(f"l{i} = DataLoader(d, batch_size=b{i})\n" for i in range(2000)),
+    "".join(f"cfg.batch_size = v{i} + w{i}\n" for i in range(2000)),
+])
+def test_a_file_too_tangled_to_read_cheaply_is_parsed(text):
+    """Past _MAX_SITES places or _MAX_NAMES names the prefilter stops reading and leaves the file to the parser."""
+    assert "DS801" in prefilter.starts(text, False, steps=False, local=frozenset())
