@@ -117,13 +117,20 @@ def loader_names(texts) -> frozenset[str]:
 
 # -- DS800 -----------------------------------------------------------------------------------------
 
+def _calls(pattern: re.Pattern, text: str):
+    """The arguments of each call `pattern` finds (it ends at the opening parenthesis); None once a call cannot
+    be read or past _MAX_SITES calls: the caller then leaves the file to the parser."""
+    for count, match in enumerate(pattern.finditer(text)):
+        arguments = call_arguments(text, match.end() - 1) if count < _MAX_SITES else None
+        yield arguments
+        if arguments is None:
+            return
+
+
 def _lightning_trainer(text: str) -> bool:
     """A `Trainer(` call that may leave use_distributed_sampler at True (scripts._shards_its_loaders reads the
     parsed call the same way, and more: devices=1)."""
-    for count, match in enumerate(_LIGHTNING_TRAINER.finditer(text)):
-        if count == _MAX_SITES:
-            return True
-        arguments = call_arguments(text, match.end() - 1)
+    for arguments in _calls(_LIGHTNING_TRAINER, text):
         if arguments is None:
             return True
         if any(name is None or name == "**" for name, _ in arguments):
@@ -140,10 +147,7 @@ def _float_sink_call(text: str, local: frozenset[str] | None) -> bool:
     """A loader or sampler call gets a batch size that may be a float: a batch-named keyword, or the second
     positional argument (DataLoader's and BatchSampler's batch_size)."""
     imports, seen = None, set()  # names found not to carry a float, for every call of the file
-    for count, match in enumerate(_SINK_CALL.finditer(text)):
-        if count == _MAX_SITES:
-            return True
-        arguments = call_arguments(text, match.end() - 1)
+    for arguments in _calls(_SINK_CALL, text):
         if arguments is None:
             return True
         values = [value for name, value in arguments if name not in (None, "**", "*") and is_batch_key(name)]
@@ -174,13 +178,14 @@ def _float_store(text: str, local: frozenset[str] | None) -> bool:
             continue
         before = text[start - 1] if start else ""
         if before == ".":
-            if not _STORE.match(text, match.end()):
+            store = _STORE.match(text, match.end())
+            if store is None:
                 continue
             line_start = max(text.rfind("\n", 0, start) + 1, start - 300)  # a bounded look back
             root = _STORE_ROOT.search(text, line_start, start - 1)
             if root is None or root.group(1) in ("self", "cls"):
                 continue  # `self.batch_size = ...` is the object's own field, not a config's key
-            value = _value_after(text, _STORE.match(text, match.end()).end(), "")
+            value = _value_after(text, store.end(), "")
         elif before in ("'", '"') and text.startswith(before, match.end()):
             after = match.end() + 1
             if (found := _SUBSCRIPT_STORE.match(text, after)) is not None:
