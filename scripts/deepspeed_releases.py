@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from dsconfig.deepspeed.releases import SUPPORTED  # noqa: E402
 
+DOWNLOAD_SECONDS = 600
+
 
 def installed(folder: pathlib.Path, version: str) -> bool:
     return (folder / version / "deepspeed" / "version.py").is_file() or \
@@ -39,9 +41,12 @@ def install(folder: pathlib.Path, version: str) -> str | None:
     if installed(folder, version):
         return None
     with tempfile.TemporaryDirectory() as scratch:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-             "--dest", scratch, f"deepspeed=={version}"], capture_output=True, text=True)
+        try:  # a stalled index fails this release (its tests skip), not the whole run
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                 "--dest", scratch, f"deepspeed=={version}"], capture_output=True, text=True, timeout=DOWNLOAD_SECONDS)
+        except subprocess.TimeoutExpired:
+            return f"pip download took over {DOWNLOAD_SECONDS} s"
         archives = list(pathlib.Path(scratch).glob("deepspeed-*.tar.gz"))
         if done.returncode or not archives:
             return (done.stderr.strip().splitlines() or ["pip download failed"])[-1]

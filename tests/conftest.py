@@ -30,6 +30,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 # the tests that run `python -m dsconfig` in a scratch folder must run this checkout, not an installed one
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+# DeepSpeed's ops that the engine oracles JIT-compile (cpu_adam, ...) are built into the checkout, not the user's
+# ~/.cache: a build killed midway leaves its lock file, and every later build of that op, in any run that shares
+# the folder, waits on it for ever. A clean clone starts with none; stale locks are cleared below.
+TORCH_EXTENSIONS = ROOT / ".cache" / "torch-extensions"
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(TORCH_EXTENSIONS))
+STALE_LOCK_SECONDS = 1800  # one op builds in minutes; a lock this old belongs to a build that was killed
 # every run a test makes is a full run: the result cache (dsconfig/cache.py) is tested on its own, with its own
 # folder (tests/test_cache.py), and never replays one test's output into another
 os.environ["DSCONFIG_NO_CACHE"] = "1"
@@ -87,6 +93,16 @@ def slow_sample(cases: list, seed: int | None = None, keep: int = SLOW_SAMPLE) -
 def pytest_configure(config):
     # one seed for the whole run: pytest-xdist's workers inherit it, so they collect the same cases
     os.environ.setdefault("DSCONFIG_SLOW_SEED", str(slow_seed()))
+    if not hasattr(config, "workerinput"):  # once per run, before any worker builds
+        _clear_stale_build_locks(Path(os.environ["TORCH_EXTENSIONS_DIR"]))
+
+
+def _clear_stale_build_locks(folder: Path) -> None:
+    import time
+    for lock in [*folder.glob("*/lock"), *folder.glob("*/*/lock")]:  # TORCH_EXTENSIONS_DIR/op, or py311_cpu/op
+        with contextlib.suppress(OSError):
+            if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+                lock.unlink()
 
 
 def pytest_report_header(config):

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from functools import lru_cache
 
+from tests.answers import Answers
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FOLDER = pathlib.Path(os.environ.get("DSCONFIG_DEEPSPEED_RELEASES", ROOT / ".cache" / "deepspeed-releases"))
 WORKER = pathlib.Path(__file__).with_name("release_worker.py")
@@ -44,7 +46,8 @@ class Release:
         env = dict(os.environ, PYTHONPATH=str(folder))
         self.process = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=env, cwd=str(folder))
-        hello = self.process.stdout.readline()
+        self.answers = Answers(self.process, self.process.stdout)
+        hello = self.answers.next(f"the DeepSpeed {version} oracle's start")
         if not hello:
             raise RuntimeError(f"the DeepSpeed {version} oracle did not start")
         self.version = json.loads(hello)["version"]
@@ -58,7 +61,7 @@ class Release:
             config = str(config.resolve())
         self.process.stdin.write(json.dumps({"config": config, "world": world, "held": held}) + "\n")
         self.process.stdin.flush()
-        answer = self.process.stdout.readline()
+        answer = self.answers.next(f"the DeepSpeed {self.version} oracle: world {world}, {json.dumps(config)[:300]}")
         if not answer:
             raise RuntimeError(f"the DeepSpeed {self.version} oracle stopped")
         return json.loads(answer)

@@ -33,6 +33,7 @@ from dsconfig import targets
 from dsconfig.deepspeed import initialize as init
 from dsconfig.phases import INITIALIZE
 from dsconfig.rules import RULES
+from tests.answers import Answers
 
 deepspeed = pytest.importorskip("deepspeed")
 torch = pytest.importorskip("torch")
@@ -597,16 +598,24 @@ WORKER = textwrap.dedent(r"""
 
 
 class Worker:
+    """The engine worker process; one that hangs fails the job that asked and is replaced for the next."""
+
     def __init__(self):
+        self._start()
+
+    def _start(self):
         env = dict(os.environ, PYTHONWARNINGS="ignore")
         self.proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, env=env)
+        self.answers = Answers(self.proc, self.proc.stdout)
 
     def run(self, **job) -> dict:
+        if self.proc.poll() is not None:
+            self._start()
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
         while True:
-            line = self.proc.stdout.readline()
+            line = self.answers.next(f"the DeepSpeed engine worker's {job['kind']} job {json.dumps(job)[:300]}")
             if not line:
                 raise RuntimeError("the DeepSpeed worker died")
             if line.startswith("@@"):

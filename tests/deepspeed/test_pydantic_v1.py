@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from dsconfig.deepspeed import models, pydantic_v1
 from dsconfig.phases import PARSE
 from tests import releases
+from tests.answers import Answers
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 v1 = pytest.importorskip("pydantic.v1")
@@ -315,12 +316,13 @@ def dump(release_folder):
     process = subprocess.Popen([sys.executable, "-c", _DUMP_WORKER, str(ROOT / "scripts")],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(release_folder),
                                env=dict(os.environ, PYTHONPATH=str(release_folder)))
-    assert process.stdout.readline() == "ready\n"
+    answers = Answers(process, process.stdout)
+    assert answers.next("the pydantic v1 worker's start") == "ready\n"
 
     def ask(model: dict, data: dict) -> dict:
         process.stdin.write(json.dumps({"class": model["x-deepspeed-model"]["class"], "data": data}) + "\n")
         process.stdin.flush()
-        return json.loads(process.stdout.readline())
+        return json.loads(answers.next(f"pydantic v1: {model['x-deepspeed-model']['class']}({json.dumps(data)[:300]})"))
 
     yield ask
     process.stdin.close()
