@@ -9,29 +9,41 @@ every file of the user's. Standard library only: this module is on the lint path
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-TEMPLATES_MARKER = Path("deepspeed") / "zero0.json"  # a file every templates folder has
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TEMPLATES_MARKER = os.path.join("deepspeed", "zero0.json")  # a file every templates folder has
+# pathlib is imported only by the callers that want a Path: a plain lint does not pay for it (nor for the
+# urllib and ipaddress modules it brings)
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
+
+
+def _schema_file(name: str) -> str:
+    for folder in (os.path.join(_PACKAGE, "schemas"), os.path.join(os.path.dirname(_PACKAGE), "schemas")):
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise FileNotFoundError(f"{name} not found next to the dsconfig package or in the source tree")
 
 
 def schema_path(name: str) -> Path:
     """The path of a file of schemas/ (in a wheel, dsconfig/schemas)."""
-    here = Path(__file__).resolve()
-    for folder in (here.parent / "schemas", here.parents[1] / "schemas"):
-        if (folder / name).is_file():
-            return folder / name
-    raise FileNotFoundError(f"{name} not found next to the dsconfig package or in the source tree")
+    from pathlib import Path
+    return Path(_schema_file(name))
 
 
 @lru_cache(maxsize=None)
 def schema_json(name: str) -> dict:
     """A JSON file of schemas/, parsed once per process (callers must not change it)."""
-    with open(schema_path(name), encoding="utf-8") as handle:
+    with open(_schema_file(name), encoding="utf-8") as handle:
         return json.load(handle)
 
 
 def templates_folder() -> Path:
+    from pathlib import Path
     here = Path(__file__).resolve()
     for candidate in (here.parent / "templates", here.parents[1] / "templates"):
         if (candidate / TEMPLATES_MARKER).is_file():

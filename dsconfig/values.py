@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 
@@ -178,6 +177,7 @@ def closest(word, choices, cutoff: float = 0.7, *, ignore_case: bool = False, un
     """
     if not spend_closest():
         return None
+    import difflib  # only a file with a misspelling pays for it
     if unambiguous:
         text = str(word).strip().lower() if ignore_case else str(word)
         scored = sorted(((difflib.SequenceMatcher(None, text, c.lower() if ignore_case else c).ratio(), c)

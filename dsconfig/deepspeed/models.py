@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..findings import Finding
@@ -801,6 +800,7 @@ def _str(value):
 
 def _path(value):
     if isinstance(value, str):
+        from pathlib import PurePosixPath  # only a path-typed field's value pays for pathlib
         return str(PurePosixPath(value))
     raise _Reject("Input is not a valid path for <class 'pathlib.Path'>" + _got(value))
 

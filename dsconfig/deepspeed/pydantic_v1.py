@@ -20,7 +20,6 @@ Stdlib only: this module is on the lint path.
 from __future__ import annotations
 
 import copy
-from pathlib import PurePosixPath
 from typing import NamedTuple
 
 _MISSING = object()
@@ -133,6 +132,7 @@ def _str(value, loc):
 
 def _path(value, loc):
     if isinstance(value, str):
+        from pathlib import PurePosixPath  # only a path-typed field's value pays for pathlib
         return str(PurePosixPath(value))
     raise Invalid.one(loc, "value is not a valid path", "type_error.path")
 

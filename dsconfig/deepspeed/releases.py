@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import package_data
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RELEASES_FILE = "deepspeed-releases.json"
 

@@ -10,10 +10,13 @@ Stdlib only: this module is on the lint path.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..pointers import pointer_join, pointer_tokens
 from . import releases
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SCHEMA_FILE = "deepspeed.schema.json"
 

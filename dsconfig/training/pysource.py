@@ -90,12 +90,15 @@ def decode_source(data: bytes) -> str:
     declared = _declared_coding(data)
     if declared is not None and not _safe_coding(declared[0]):
         raise _refused(*declared)
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        raise Unreadable(f"cannot be read as Python source: {error.msg}", error.lineno or 1) from None
-    if not _safe_coding(encoding):  # a cookie found where _declared_coding did not look: refused all the same
-        raise _refused(encoding)
+    if declared is None and _utf8_by_default(data):
+        encoding = "utf-8"
+    else:
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as error:
+            raise Unreadable(f"cannot be read as Python source: {error.msg}", error.lineno or 1) from None
+        if not _safe_coding(encoding):  # a cookie found where _declared_coding did not look: refused all the same
+            raise _refused(encoding)
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
@@ -104,7 +107,15 @@ def decode_source(data: bytes) -> str:
         column = len(prefix) - (prefix.rfind("\n") + 1) + 1
         raise Unreadable(f"not {encoding} text (byte 0x{data[error.start]:02x}): Python cannot read it",
                          line, column) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _utf8_by_default(data: bytes) -> bool:
+    """What tokenize.detect_encoding answers without looking (the walk reads thousands of scripts): with no
+    BOM and first two lines of ASCII that hold no cookie, the coding is UTF-8."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    return not data.startswith(codecs.BOM_UTF8) and (data if second < 0 else data[:second]).isascii()
 
 
 def parse(text: str, path: str) -> ast.Module:

@@ -55,7 +55,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
         data = sources.get(real) if sources else None
         try:
             if data is None:
-                data = files.read_bytes(path, limit)
+                data = files.read_bytes(path, limit, real=real)
             elif isinstance(data, str):
                 data = data.encode("utf-8")
             texts.append((path, real, decode_source(data), named))

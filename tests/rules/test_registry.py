@@ -50,6 +50,9 @@ def test_lint_path_imports_nothing_heavy(tmp_path):
     loaded = {name.split(".")[0] for name in modules_after(["lint", str(config)], ROOT)}
     heavy = ("torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonschema", "yaml", "numpy")
     assert not loaded & set(heavy), loaded & set(heavy)
+    # standard modules a clean config never needs: pathlib (with urllib and ipaddress), difflib (a misspelling)
+    avoidable = loaded & {"pathlib", "urllib", "ipaddress", "difflib"}
+    assert not avoidable, avoidable
 
 
 def test_a_ds_config_without_model_loads_no_accelerate_or_model_checks(tmp_path):
