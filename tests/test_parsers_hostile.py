@@ -14,6 +14,8 @@ import tokenize
 import pytest
 import tomllib
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsconfig import engine
 from dsconfig.tomldoc import TomlDocument
@@ -331,3 +333,29 @@ def test_training_arguments_past_the_int_string_limit(tmp_path, text, says):
     (tmp_path / "args.yaml").write_text(text)
     with pytest.raises(ValueError, match=says):
         dsconfig.check(tmp_path / "ds_config.json", training_args=tmp_path / "args.yaml")
+
+
+_HEAD_LINES = st.sampled_from([b"", b"#!/usr/bin/env python", b"# -*- coding: latin-1 -*-", b"# coding=utf-8",
+                               b"# vim: set fileencoding=cp1252 :", b"x = 1", b"  ", b"# caf\xc3\xa9", b"# caf\xe9",
+                               b"\xef\xbb\xbf", b"\xef\xbb\xbfx = 1", b"s = '\xe6\x97\xa5'", b"\r", b"# coding: utf-8\r"])
+
+
+@given(st.lists(_HEAD_LINES, min_size=0, max_size=4), st.sampled_from([b"\n", b"\r\n"]))
+@settings(max_examples=400, deadline=None)
+def test_the_utf8_shortcut_reads_as_python_reads(lines, newline):
+    """decode_source skips tokenize.detect_encoding for ASCII first lines with no cookie: the text, or the refusal,
+    is what Python's own reading gives (tokenize.detect_encoding, then the decode) on every composed head."""
+    data = newline.join(lines) + newline + b"y = 2\n"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        expected = data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        expected = None
+    try:
+        ours = decode_source(data)
+    except Unreadable:
+        ours = None
+    if expected is not None and codecs.lookup(encoding).name in SAFE_CODINGS:
+        assert ours == expected
+    else:
+        assert ours is None
