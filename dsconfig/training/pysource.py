@@ -331,6 +331,7 @@ class Project:
         self._roots = roots  # real folders imports are looked for up to (the linted roots)
         self._files: dict[str, Source | None] = {}
         self._modules: dict[tuple, Source | None] = {}  # (folder, level, dotted) -> the file it means there
+        self._absolutes: dict[tuple, Source | None] = {}  # (folder, dotted) -> that file, for an absolute import
         self._listings: dict[str, frozenset[str]] = {}  # linted folder -> its names (one listdir, not a stat a try)
 
     def loaded(self) -> list[Source]:
@@ -357,21 +358,44 @@ class Project:
             base = importer.folder
             for _ in range(level - 1):
                 base = os.path.dirname(base)
-            bases = [base]
-        else:
-            bases = self._search_folders(importer.folder)
-        if not level:  # the src layout: a package under src/ next to the scripts that import it
-            bases = [folder for base in bases for folder in (base, os.path.join(base, "src"))]
-        for base in bases:
-            listing = self._listing(base)
-            if listing is not None and parts[0] not in listing and parts[0] + ".py" not in listing:
-                continue  # `import torch` from a folder without torch/ or torch.py: most imports, most folders
-            stem = os.path.join(base, *parts)
-            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if candidate in self.sources or os.path.isfile(candidate):
-                    found = self.source_at(candidate)
-                    if found is not None:
-                        return found
+            return self._in_folder(base, parts)
+        return self._absolute(importer.folder, dotted, parts)
+
+    def _absolute(self, folder: str, dotted: str, parts: list[str]) -> Source | None:
+        """An absolute import from a file of `folder`: looked for there and in its src/ (the src layout), then in
+        each folder above, up to the highest linted root holding it. Every folder's answer is kept: in a big tree
+        thousands of files import the same modules from folders that share their ancestors."""
+        visited, found, top = [], None, None
+        current = folder
+        while True:
+            known = self._absolutes.get((current, dotted), self)
+            if known is not self:
+                found = known
+                break
+            visited.append(current)
+            found = self._in_folder(current, parts)
+            if found is None:
+                found = self._in_folder(os.path.join(current, "src"), parts)
+            if found is not None:
+                break
+            top = self._top(folder) if top is None else top
+            if current == top or os.path.dirname(current) == current:
+                break
+            current = os.path.dirname(current)
+        for seen in visited:  # the folders below share the answer of the one above that had it (or none)
+            self._absolutes[(seen, dotted)] = found
+        return found
+
+    def _in_folder(self, base: str, parts: list[str]) -> Source | None:
+        listing = self._listing(base)
+        if listing is not None and parts[0] not in listing and parts[0] + ".py" not in listing:
+            return None  # `import torch` from a folder without torch/ or torch.py: most imports, most folders
+        stem = os.path.join(base, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if candidate in self.sources or os.path.isfile(candidate):
+                found = self.source_at(candidate)
+                if found is not None:
+                    return found
         return None
 
     def _listing(self, folder: str) -> frozenset[str] | None:
@@ -387,16 +411,11 @@ class Project:
                 self._listings[folder] = frozenset()
         return self._listings[folder]
 
-    def _search_folders(self, folder: str) -> list[str]:
-        """The importing file's folder and those above it, up to the highest linted root holding it."""
-        folders = [folder]
+    def _top(self, folder: str) -> str:
+        """The highest linted root holding the folder (the folder itself when none does): absolute imports are
+        looked for up to it."""
         holding = [root for root in self._roots if folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)]
-        top = min(holding, key=len, default=folder)
-        current = folder
-        while current != top and os.path.dirname(current) != current:
-            current = os.path.dirname(current)
-            folders.append(current)
-        return folders
+        return min(holding, key=len, default=folder)
 
     def resolve(self, source: Source, node: ast.AST, depth: int = 0):
         """External, Defined, Module or None for a Name or an Attribute chain."""
