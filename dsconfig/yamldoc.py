@@ -26,6 +26,7 @@ from .pointers import pointer_join
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 _YAML12_BOOLEANS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
 
 
@@ -160,29 +161,37 @@ class YamlDocument(LoadedDocument):
 
 
 # Control characters, tabs, NEL, the BOM and surrogates (PyYAML's reader and libyaml's treat them
-# differently), and the characters that start tags, escapes, block scalars (`|#` loads in libyaml
-# only) and directives.
+# differently), and the characters that start tags, escapes and directives; `|` and `>` where they may start
+# a block scalar (`|#` loads in libyaml only): at a line's start or after a blank. Inside a plain scalar
+# (`<file_sep>`, `a|b`) both loaders read them as text.
 _OUTSIDE_PLAIN_SUBSET = re.compile(
-    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\|>]|^%", re.MULTILINE)
+    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\]|(?:^|[ \t])[|>]|^%",
+    re.MULTILINE)
 _INDENT = re.compile(r"^ *", re.MULTILINE)
 _COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
 _INTERPOLATION = re.compile(r"(?<=[\w$.:/ -])\$\{[\w.:/-]*\}|(?<=: )\$\{[\w.:/-]*\}"
                            r"|(?<=: )\$\{[\w.:/-]*(?:,[ \t]*[\w.:/-]+)+\}(?=[ \t]*$)", re.MULTILINE)  # ${oc.env:A, b}
 _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
-# The same after `key :  ` (any spaces), and one-line flow mappings of plain words (`{"size": 224, "rate": 0}` once
-# its simple quoted strings are words): both loaders read these alike
+# Flow collections of plain words after `key:` or `- ` (an anchor may name them), on one line or over several
+# (`labels: &labels [" ", "a", ...` once its simple quoted strings are words), a trailing comma allowed: a list
+# of words or of lists of words, or a mapping of words (`{"size": 224, "rate": 0}`); both loaders read these
+# alike. Blanks here are spaces and newlines (a tab is already outside the subset).
 _WORD = r"[\w.+/-]+"
-_WORDS = rf"\[[ \t]*{_WORD}(?:[ \t]*,[ \t]*{_WORD})*[ \t]*\]"
+_GAP = r"[ \n]*"
+_WORDS = rf"\[{_GAP}{_WORD}(?:{_GAP},{_GAP}{_WORD})*{_GAP}(?:,{_GAP})?\]"
 _ITEM = rf"(?:{_WORD}|{_WORDS})"  # a word, or a list of words: [[1, 2], [3, 4]]
-_ONE_LINE_FLOW = re.compile(
-    rf"(:[ \t]+|^[ \t]*-[ \t]+)(?:\[\]|\{{\}}|\[[ \t]*{_ITEM}(?:[ \t]*,[ \t]*{_ITEM})*[ \t]*\]"
-    rf"|\{{[ \t]*{_WORD}:[ \t]+{_WORD}(?:[ \t]*,[ \t]*{_WORD}:[ \t]+{_WORD})*[ \t]*\}})"
+_PAIR = rf"{_WORD}:[ \n]+{_WORD}"
+_FLOW = re.compile(
+    rf"(:[ \t]+(?:&[\w-]+[ \t]+)?|^[ \t]*-[ \t]+(?:&[\w-]+[ \t]+)?)(?:\[\]|\{{\}}"
+    rf"|\[{_GAP}{_ITEM}(?:{_GAP},{_GAP}{_ITEM})*{_GAP}(?:,{_GAP})?\]"
+    rf"|\{{{_GAP}{_PAIR}(?:{_GAP},{_GAP}{_PAIR})*{_GAP}(?:,{_GAP})?\}})"
     r"(?=[ \t]*$)", re.MULTILINE)
 # a quoted scalar without escapes, on one line: text to both loaders, whatever it holds
 _QUOTED = re.compile(r"\"[^\"\\\n]*\"|'[^'\n]*'")
-# the same, of printable ASCII only: taken out before the character test (a tab or control character inside
-# still meets it: `0'\t'` loads in libyaml only)
-_QUOTED_ASCII = re.compile(r"\"[ !#-\[\]-~]*\"|'[ -&(-~]*'")
+# the same, of printable ASCII only, a double-quoted one with the escapes both loaders decode alike (not `\'`,
+# which libyaml alone accepts, nor `\x`/`\u` codes): taken out before the character test (a tab or control
+# character inside still meets it: `0'\t'` loads in libyaml only)
+_QUOTED_ASCII = re.compile(r"\"(?:[ !#-\[\]-~]|\\[\\\"/0abtnvfre N_LP])*\"|'[ -&(-~]*'")
 
 
 def _libyaml_agrees(text: str) -> bool:
@@ -196,29 +205,34 @@ def _libyaml_agrees(text: str) -> bool:
     if len(text) > 65536:
         return False
     # comments are skipped alike by both (a `#` after a space or at a line start; in a quoted string the cut
-    # only hides characters from this test, never adds any); OmegaConf's `${a.b}` inside a plain scalar is text
+    # only hides characters from this test, never adds any); OmegaConf's `${a.b}` inside a plain scalar is text,
+    # also nested (`${multiply:${model.d_model}, 4}`: the inner one first)
     if "#" in text:
         text = _COMMENT.sub("", text)
-    if "${" in text:
-        text = _INTERPOLATION.sub("x", text)
+    for _ in range(4):
+        if "${" not in text:
+            break
+        text, replaced = _INTERPOLATION.subn("x", text)
+        if not replaced:
+            break
     if "'" in text or '"' in text:  # a one-line quoted scalar of printable ASCII is text to both, `|>!` included
         text = _QUOTED_ASCII.sub("w", text)
     if _OUTSIDE_PLAIN_SUBSET.search(text):
         return False
     if "[" in text or "{" in text:
         # flow collections differ in corners (`{a?}` loads in libyaml only); `[]`, `{}`, lists of plain
-        # words and one-line mappings of them, all that real configs hold, do not
+        # words and mappings of them, all that real configs hold, do not
         text = _SIMPLE_FLOW.sub("x", text)
         if "[" in text or "{" in text or "]" in text or "}" in text:
-            text = _ONE_LINE_FLOW.sub(r"\1x", _QUOTED.sub("w", text))
+            text = _FLOW.sub(r"\1x", _QUOTED.sub("w", text))
         if "[" in text or "{" in text or "]" in text or "}" in text:
             return False
     lines = text.split("\n")
     if max(map(len, lines)) > 1000:
         return False
     deepest = max((len(match) for match in _INDENT.findall(text)), default=0)
-    # a block collection nests only by indenting, or by `- - x` on one line (flow collections are on one line
-    # here): a long list of items at one level (a docs table of contents) is not deep
+    # a block collection nests only by indenting, or by `- - x` on one line (flow collections are single
+    # values here): a long list of items at one level (a docs table of contents) is not deep
     return deepest + max(line.count("- ") + line.count("[") + line.count("{") for line in lines) < 150
 
 
@@ -256,6 +270,8 @@ def _key(loader, key_node):
     """The key as safe_load constructs it (after a successful load every key is a hashable scalar), for a
     pointer: bytes (`!!binary`), a date or a tuple as its repr, and an integer too long for str() (`? 0x` and
     thousands of hex digits) as its hex() text, which has no length limit."""
+    if key_node.tag == _STR_TAG and type(key_node.value) is str:  # most keys: safe_load's str is the node's text
+        return key_node.value
     from .values import key_token
     key = key_token(loader.construct_object(key_node, deep=True))
     return key if isinstance(key, (str, int, float, bool)) or key is None else repr(key)

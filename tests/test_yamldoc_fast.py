@@ -59,8 +59,53 @@ def test_corpus_yaml_reads_the_same():
 def test_the_subset_refuses_what_libyaml_reads_differently():
     for text in ("a: 0\t\n", "a: !!str 1\n", "a: !x 1\n", "%YAML 1.1\n---\na: 1\n", "a: \"\\x41\"\n",
                  "\ufeffa: 1\n", "a: \x85\n", "a: " + "[" * 200 + "]" * 200 + "\n", "- " * 200 + "a\n",
-                 "k" * 1100 + ": 1\n", "{a?}\n", "a: |#\n", "a: >\n  b\n", "a: [b, {c: d}]\n"):
+                 "k" * 1100 + ": 1\n", "{a?}\n", "a: |#\n", "a: >\n  b\n", "a: [b, {c: d}]\n",
+                 "a: \"\\'\"\n", "a:\n  |\n  b\n", "- >-\n  b\n", "a: [b,\n  c: d]\n", "a: {b:c}\n"):
         assert not _libyaml_agrees(text), text
+
+
+def test_the_subset_takes_the_shapes_of_real_training_yamls():
+    """NeMo's ASR vocabularies, OmegaConf arithmetic, regexes in double quotes and StarCoder's special tokens: read
+    by libyaml (each is read the same by both loaders), or a big Hydra tree is read in pure Python."""
+    for text in ('model:\n  labels: &labels [" ", "a", "b",\n    "c", "\'"]\n  decoder:\n    vocabulary: *labels\n',
+                 "model:\n  d_model: 256\n  inner_size: ${multiply:${model.d_model}, 4}\n",
+                 'freeze:\n  - "^llm\\\\..+$"  # LLM\n  - "^perception\\\\.encoder\\\\..+$"\n',
+                 'prompt: "Q: {context}\\nA: {answer}"\n', "data:\n  split_sample: <file_sep>\n  prefix: <fim_prefix>\n",
+                 "sizes: {train: 1,\n  val: 2,\n}\n", "- [a,\nb]\n"):
+        assert _libyaml_agrees(text), text
+        assert _same_reading(text)
+
+
+_word = st.sampled_from(["a", "b1", "x.y", "-1", "2.5e-3", "no", "null", "' '", '"a"', '"\\\\d"', "'it''s'",
+                         '"\\n"', "1_000", "0x1f"])
+_gap = st.sampled_from([" ", "", "\n", "\n  ", "\n    ", "\n\n ", " \n"])
+
+
+@st.composite
+def _flow_documents(draw):
+    """Documents of flow lists and mappings over several lines, continuation lines at any indentation."""
+    lines = []
+    for key in range(draw(st.integers(1, 4))):
+        indent = " " * draw(st.sampled_from([0, 2, 4]))
+        anchor = draw(st.sampled_from(["", f"&k{key} "]))
+        words = draw(st.lists(_word, min_size=1, max_size=6))
+        gaps = [draw(_gap) for _ in words]
+        if draw(st.booleans()):
+            body = "".join(f"{w},{g}" for w, g in zip(words, gaps))
+            body = body if draw(st.booleans()) else body.rstrip(", \n")
+            value = f"[{draw(_gap)}{body}]"
+        else:
+            value = "{" + ",".join(f"{draw(_gap)}k{i}: {w}" for i, w in enumerate(words)) + "}"
+        lines.append(f"{indent}key{key}: {anchor}{value}")
+        if anchor and draw(st.booleans()):
+            lines.append(f"{indent}copy{key}: *k{key}")
+    return "\n".join(lines) + "\n"
+
+
+@SETTINGS
+@given(text=_flow_documents())
+def test_flow_collections_over_lines_read_the_same(text):
+    _same_reading(text)
 
 
 @SETTINGS
@@ -88,7 +133,10 @@ def test_dumped_values_read_the_same(value, flow, width):
 @given(pieces=st.lists(st.sampled_from(list("ab01 \n:-[]{},#\"'&*?|><=~.yno@`%") +
                                       ["<<", "  ", "- ", ": ", "[]", "{}", ": [a, b]", ": []", ": {}", ", ", ": [ a, b ]",
                                        ": { a: 1 }", '"<|a|>"', "'x>y'", "'!b'", '"a\\b"', "'it''s'",
-                                       ": [[a, 1], [b]]", "- [ 1, -2.5 ]", ": ${a:b, c}", "${a}", ": ${x,y}"]),
+                                       ": [[a, 1], [b]]", "- [ 1, -2.5 ]", ": ${a:b, c}", "${a}", ": ${x,y}",
+                                       ": &l [a,\n  b,\n", "\n  ]", ",\n", ": {a: 1,\n b: 2}", "<x>", "a|b", " |",
+                                       '"\\\\d"', '"\\n\\t"', '"\\/\\e\\N"', '"\\\'"', '"\\x41"', "${m:${a.b}, 4}",
+                                       ": [a, b, ]", ", ]", "*l"]),
                       max_size=80))
 def test_character_soup_reads_the_same(pieces):
     _same_reading("".join(pieces))
