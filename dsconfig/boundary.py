@@ -201,7 +201,7 @@ def current() -> Run | None:
 
 
 def command_scope():
-    """The scope a command starts in (dsconfig.cli.run): nothing is admitted until the command names its
+    """The scope a command starts in (dsconfig.program.guarded): nothing is admitted until the command names its
     inputs with `admit`, so a command that forgets to fails closed (its reads are refused), never open."""
     return scope(Boundary(ceiling=project_ceiling()))
 

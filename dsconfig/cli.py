@@ -1,94 +1,52 @@
-"""The `dsconfig` command group. Each subcommand lives in its own module and is imported
-only when it runs, so `dsconfig --help` and `dsconfig lint` pay for nothing else.
+"""The `dsconfig` program. The commands are click's (dsconfig/commands/group.py), but click is not
+imported for the command lines `dsconfig lint` is mostly given (paths and the options of its table,
+dsconfig/commands/lint_options.py): importing click costs more than the rest of a single-file lint's
+imports, and the fast path gives the same parameters (dsconfig.options.parse) and the same output.
 
-Exit codes: 0 no error found, 1 at least one error finding, 2 usage or internal error (`run`).
+Exit codes: 0 no error found, 1 at least one error finding, 2 usage or internal error
+(dsconfig.program.guarded).
 """
 
 from __future__ import annotations
 
-import io
 import sys
 
-import click
 
-from . import __version__
-
-
-class LazyGroup(click.Group):
-    """Subcommands that live in their own packages are imported only when they run."""
-
-    lazy = {
-        "lint": "dsconfig.commands.lint:lint",
-        "estimate": "dsconfig.estimate.command:estimate",
-        "generate": "dsconfig.generate.command:generate",
-        "convert": "dsconfig.convert.command:convert",
-        "explain": "dsconfig.explain.command:explain",
-        "rules": "dsconfig.commands.rules:rules",
-        "rule": "dsconfig.commands.rules:rule",
-    }
-
-    def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
-
-    def resolve_command(self, ctx, args):
-        """A mistyped command gets a did-you-mean, as a mistyped option does."""
-        name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
-            import difflib
-            guess = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.5)
-            ctx.fail(f"No such command '{name}'." + (f" Did you mean '{guess[0]}'?" if guess else ""))
-        return super().resolve_command(ctx, args)
-
-    def invoke(self, ctx):
-        """Every subcommand runs in a reading scope that admits nothing until it names its inputs
-        (dsconfig.boundary.admit), whichever way it is started (`dsconfig`, click's test runner)."""
-        from . import boundary
-        with boundary.command_scope():
-            return super().invoke(ctx)
-
-    def get_command(self, ctx, name):
-        if name in self.lazy:
-            import importlib
-            module, attribute = self.lazy[name].split(":")
-            return getattr(importlib.import_module(module), attribute)
-        return super().get_command(ctx, name)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="dsconfig")
-def cli():
-    """Lint and generate DeepSpeed (ds_config.json) and Hugging Face Accelerate configs."""
-
-
-def main():
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["lint"]:
+        _lint_without_click(args[1:])  # returns when click must read the command line
+    from .commands.group import cli, run
     run(cli, "dsconfig")
 
 
-def run(command: click.Command, prog_name: str) -> None:
-    """Run `command` as a program. Click's own errors are printed escaped (they may quote a path),
-    and an exception that escapes a command is one line, `dsconfig: internal error: ...`, with exit
-    status 2: never a traceback, and never 1, which CI reads as "findings"."""
-    from . import boundary, escape
+def _lint_without_click(args: list[str]) -> None:
+    from . import terminal
+    if not terminal.plain_text_streams():
+        return
+    from .commands.lint_options import OPTIONS, PATHS
+    from .options import parse
+    params = parse(PATHS, OPTIONS, args, "dsconfig")
+    if params is None:
+        return
+    from .commands.lint import run
+    from .program import guarded
+    guarded(lambda: run(params), usage_context=lambda: _lint_context(args))
 
-    try:
-        with boundary.command_scope():
-            result = command.main(prog_name=prog_name, standalone_mode=False)
-    except click.ClickException as error:
-        shown = io.StringIO()
-        error.show(file=shown)
-        click.echo(escape.lines(shown.getvalue()), err=True, nl=False)
-        sys.exit(error.exit_code)
-    except click.Abort:  # Ctrl-C, as click reports it
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
-    except Exception as error:  # noqa: BLE001 - any bug: one line, and a report asked for
-        try:
-            click.echo(escape.line(f"dsconfig: internal error: {type(error).__name__}: {error} "
-                                   "(please report this)"), err=True)
-        except OSError:  # stderr is gone too: the exit status still says it
-            pass
-        sys.exit(2)
-    sys.exit(result if isinstance(result, int) else 0)
+
+def _lint_context(args: list[str]):
+    """The click context `dsconfig lint ARGS` runs in: a usage error raised by the run shows its usage line."""
+    from .commands.group import cli
+    parent = cli.make_context("dsconfig", ["lint", *args])
+    return cli.get_command(parent, "lint").make_context("lint", list(args), parent=parent)
+
+
+def __getattr__(name: str):
+    """The click group and its runner, where they used to live (`from dsconfig.cli import cli`)."""
+    if name in ("cli", "run", "LazyGroup"):
+        from .commands import group
+        return getattr(group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

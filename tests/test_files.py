@@ -82,7 +82,7 @@ def test_a_size_no_float_holds_is_refused():
 def test_lint_refuses_such_a_size_as_a_usage_error(tmp_path):
     from click.testing import CliRunner
 
-    from dsconfig.commands.lint import lint
+    from dsconfig.commands.lint_cli import lint
 
     (tmp_path / "ds_config.json").write_bytes(CONFIG)
     result = CliRunner().invoke(lint, [str(tmp_path / "ds_config.json"), "--max-file-size", "9" * 400 + "G"])
@@ -100,7 +100,7 @@ def test_the_files_lint_finds_itself_are_bounded_too(tmp_path, monkeypatch, name
     # read() sizes its buffer from st_size: a sparse 30 GiB .gitignore or settings file was a MemoryError
     from click.testing import CliRunner
 
-    from dsconfig.commands.lint import lint
+    from dsconfig.commands.lint_cli import lint
 
     (tmp_path / "ds_config.json").write_bytes(CONFIG)
     with open(tmp_path / name, "wb") as handle:

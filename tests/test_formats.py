@@ -137,15 +137,15 @@ def test_a_report_goes_out_in_pieces_not_as_one_string(tmp_path):
     for index in range(600):
         (tmp_path / f"ds_config_{index}.json").write_text('{"train_batch_size": 7.0}')
     writes = []
-    import click
-    original = click.echo
+    from dsconfig.commands import lint as lint_module
+    original = lint_module.echo
 
-    def counting(message=None, *args, **kwargs):
+    def counting(message="", *args, **kwargs):
         writes.append(len(message or ""))
         return original(message, *args, **kwargs)
 
     from unittest import mock
-    with mock.patch.object(click, "echo", counting):
+    with mock.patch.object(lint_module, "echo", counting):
         result = lint(".", "--no-config", cwd=tmp_path)
     assert result.stdout.count("DS201") == 600
     report_writes = writes[:-1]  # the last is the summary line on stderr

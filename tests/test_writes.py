@@ -14,7 +14,7 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from dsconfig.commands.lint import lint
+from dsconfig.commands.lint_cli import lint
 from dsconfig.files import write_atomic
 from tests.hostile_cases import DSCONFIG, environment
 

@@ -15,13 +15,9 @@ import os
 import sys
 from typing import NamedTuple
 
-import click
-
 from .. import escape
-from ..targets import NAMES as TARGET_NAMES
-from ..training.epochs import FRAMEWORKS, MAX_DATASET_SIZE
+from ..terminal import echo
 
-FORMAT_CHOICES = ("concise", "full", "json", "github", "sarif")
 MAX_WORLD_SIZE = 2**31 - 1  # torch.distributed holds the world size in a C int (as dsconfig.check bounds it)
 
 
@@ -71,8 +67,8 @@ def _world_sizes(value: str | None) -> tuple[int, ...] | None:
         part = part.strip()
         if not part.isascii() or not part.isdigit() or not part.strip("0"):
             shown = repr(part) if len(part) <= 40 else f"{part[:40]!r}..."
-            raise click.BadParameter(f"{shown} is not a positive integer (use e.g. 8 or 1,2,4,8)",
-                                     param_hint="--world-size")
+            raise _bad_parameter(f"{shown} is not a positive integer (use e.g. 8 or 1,2,4,8)",
+                                 param_hint="--world-size")
         if len(part.lstrip("0")) > len(str(MAX_WORLD_SIZE)) or int(part) > MAX_WORLD_SIZE:
             _fail(f"--world-size: {part[:40]}{'...' if len(part) > 40 else ''} is more than {MAX_WORLD_SIZE:,}, the "
                   "most processes torch.distributed counts (a C int)")
@@ -90,13 +86,25 @@ def _selectors(values, option: str) -> tuple[str, ...] | None:
         check_selectors(items)
     except UnknownSelector as error:
         # the message quotes the selector: one line, whatever it holds
-        raise click.BadParameter(escape.characters(str(error)), param_hint=option) from None
+        raise _bad_parameter(escape.characters(str(error)), param_hint=option) from None
     return items
 
 
 def _fail(message: str) -> None:
-    click.echo(escape.line(f"dsconfig: error: {message}"), err=True)
+    echo(escape.line(f"dsconfig: error: {message}"), err=True)
     sys.exit(2)
+
+
+# Usage errors are click's (its usage line, then `Error: ...`, exit 2), whichever way the run started: click is
+# imported only when there is one.
+def _usage_error(message: str):
+    import click
+    return click.UsageError(message)
+
+
+def _bad_parameter(message: str, param_hint: str):
+    import click
+    return click.BadParameter(message, param_hint=param_hint)
 
 
 def _is_stdout(path: str) -> bool:
@@ -123,98 +131,27 @@ def _check_output(output_file: str | None, force: bool) -> None:
         _fail(f"{output_file} exists; pass --force to overwrite it")
 
 
-@click.command()
-@click.argument("paths", nargs=-1, type=click.Path(readable=False))  # unreadable: one line, below
-@click.option("--target", type=click.Choice(TARGET_NAMES),
-              help="Who loads the config. Default: hf-trainer when the file holds \"auto\", else deepspeed.")
-@click.option("--world-size", "world_size", metavar="N[,N...]",
-              help="World size(s) to check the batch arithmetic at, e.g. 8 or 1,2,4,8.")
-@click.option("--gpus", type=click.IntRange(min=1), help="GPUs per node (world size = gpus x nodes).")
-@click.option("--nodes", type=click.IntRange(min=1), help="Number of nodes (with --gpus).")
-@click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
-              help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects.")
-@click.option("--dataset-size", type=click.IntRange(min=1, max=MAX_DATASET_SIZE), metavar="N",
-              help="Training samples: add optimizer steps per epoch at each world size.")
-@click.option("--deepspeed-version", "deepspeed_version", metavar="X.Y.Z|all",
-              help="The DeepSpeed release to replay (0.14.0 to 0.19.8). Default: the installed deepspeed, else a "
-                   "pin in the project (requirements, pyproject.toml, lock files), else the newest. `all`: which "
-                   "releases accept and which reject each file.")
-@click.option("--framework", type=click.Choice(FRAMEWORKS),
-              help="How the training loop iterates the data, for steps per epoch (with --dataset-size).")
-@click.option("--batchnorm", is_flag=True, default=None,
-              help="The model has BatchNorm layers: one sample per device is an error, and no fix goes below 2.")
-@click.option("--model", "model", metavar="NAME|config.json",
-              help="The model the configs train (a catalog name as for `dsconfig estimate --model`, or a Hugging "
-                   "Face config.json): fsdp_transformer_layer_cls_to_wrap must name its classes, FULL_STATE_DICT "
-                   "findings give its size, and the DeepSpeed config is checked against it (DS950-DS954: MoE leaf "
-                   "modules, expert-parallel sizes, quantized weights, the Trainer's hidden-size fills, ZeRO-3 saves).")
-@click.option("--batch-key", "batch_keys", multiple=True, metavar="POINTER=per-device|global",
-              help="Whether a training config's batch key is per device or global (e.g. /data/train_bs=global).")
-@click.option("--format", "output_format", type=click.Choice(FORMAT_CHOICES), default="concise",
-              show_default=True, help="Output format.")
-@click.option("-o", "--output-file", metavar="FILE",
-              help="Write the findings (or statistics) to FILE instead of standard output (`-`: standard output; "
-                   "a device or FIFO such as /dev/null is written into, never replaced).")
-@click.option("--force", is_flag=True, help="With -o: replace FILE if it exists (only a regular file is replaced).")
-@click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
-              help="Colour concise and full output (auto: on a terminal, unless NO_COLOR is set).")
-@click.option("--statistics", is_flag=True,
-              help="Count findings per rule instead of listing them (as text, or with --format json).")
-@click.option("--select", "select", multiple=True, metavar="RULES",
-              help="Report only these rules: codes, prefixes (DS2, ACC), rule names or ALL; comma-separated.")
-@click.option("--ignore", "ignore", multiple=True, metavar="RULES", help="Do not report these rules.")
-@click.option("--fail-on", type=click.Choice(("error", "warning", "info")),
-              help="Exit 1 when a finding of this severity or above is reported. Default: error.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported (not on usage errors).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Configuration file (.dsconfig.toml, or a pyproject.toml with [tool.dsconfig]).")
-@click.option("--no-config", is_flag=True, help="Ignore configuration files.")
-@click.option("--exclude", multiple=True, metavar="PATTERN",
-              help="gitignore-style pattern of files and folders to skip (replaces the configuration's exclude).")
-@click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True,
-              help="Skip what .gitignore files ignore when walking folders and globs.")
-@click.option("--show-info", is_flag=True,
-              help="Report informational findings too (infos); by default only errors and warnings are, and "
-                   "the infos left out are counted. A --select naming a rule shows its infos.")
-@click.option("--show-skipped", is_flag=True,
-              help="List the files a folder or glob found that are no DeepSpeed or Accelerate config (DS005); "
-                   "by default they are only counted.")
-@click.option("--fix", "apply_fixes", is_flag=True, help="Apply the safe fixes to the files.")
-@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
-@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 if any).")
-@click.option("--max-file-size", "max_file_size", metavar="SIZE",
-              help="Do not read files larger than this (e.g. 4MB; K, M and G are powers of 1024); a file named "
-                   "like a config over it is DS007. Default: 256KB.")
-@click.option("--allow-read", "allow_read", multiple=True, metavar="PATH",
-              help="Let a config name files under PATH (a folder or file) though PATH is not linted. dsconfig "
-                   "otherwise opens only the paths given and, for an Accelerate YAML, files in its folder.")
-@click.option("--stdin-filename", metavar="NAME",
-              help="The name of the file read from standard input (`-`), for detection and messages.")
-@click.option("--no-cache", is_flag=True,
-              help="Do not replay or keep results in the cache (a rerun on an unchanged tree prints the last "
-                   "output; kept in ~/.cache/dsconfig or DSCONFIG_CACHE_DIR).")
-@click.pass_context
-def lint(ctx, paths, target, world_size, gpus, nodes, training_args, dataset_size, deepspeed_version, framework,
+def run(params: dict) -> None:
+    """`dsconfig lint` with the parameters of dsconfig/commands/lint_options.py, as click or the fast path
+    (dsconfig.options.parse) read them from the command line; exits with the run's status."""
+    _lint(params, **params)
+
+
+def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset_size, deepspeed_version, framework,
          batchnorm, model, batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
          show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename, no_cache):
-    """Lint DeepSpeed and Accelerate config files (or every config below a folder, or matching a glob).
-
-    Without PATHS, the current folder is linted. `-` reads standard input. With --fix, safe fixes are
-    written back (stdin: the fixed text is printed). A path that is not there is reported at the end
-    (exit 2) after the others are linted.
-    """
     paths = paths or (".",)
     from .. import boundary
     # What this run may read: the paths and files the command line names, and --allow-read (never what a
     # linted repository's own settings say). The standard input is no path on disk.
     boundary.admit([p for p in paths if p != "-"] + [config_path, training_args, model], allow_read)
     if unsafe_fixes and not (apply_fixes or diff):
-        raise click.UsageError("--unsafe-fixes needs --fix or --diff")
+        raise _usage_error("--unsafe-fixes needs --fix or --diff")
     if statistics and output_format in ("github", "sarif"):
         # as ruff refuses it: a SARIF file or annotations hold findings, and the table would replace them
-        raise click.UsageError(f"--statistics prints a table of counts instead of the findings (as text, or with "
+        raise _usage_error(f"--statistics prints a table of counts instead of the findings (as text, or with "
                                f"--format json); --format {output_format} cannot hold it: drop one of the two")
     if output_file == "-" or (output_file is not None and _is_stdout(output_file)):
         output_file = None
@@ -223,7 +160,7 @@ def lint(ctx, paths, target, world_size, gpus, nodes, training_args, dataset_siz
     from .. import cache
     cache.abandon()
     if not (no_cache or apply_fixes or diff or output_file is not None or "-" in paths or deepspeed_version == "all"):
-        _replay_or_record(ctx.params)
+        _replay_or_record(params)
     selection = _selection(config_path, no_config, select, ignore, fail_on)
     if show_info:
         selection = selection._replace(show_info=True)
@@ -283,12 +220,12 @@ def _replay_or_record(params: dict) -> None:
     stdout, stderr, status = stored
     try:
         for block in stdout:
-            click.echo(block, nl=False, color=True)
+            echo(block, nl=False, color=True)
         sys.stdout.flush()
     except BrokenPipeError:
         _reader_gone()
     for line in stderr:
-        click.echo(line, err=True)
+        echo(line, err=True)
     sys.exit(status)
 
 
@@ -325,9 +262,9 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
     sizes = _world_sizes(world_size)
     if gpus is not None or nodes is not None:
         if sizes is not None:
-            raise click.UsageError("give either --world-size or --gpus/--nodes, not both")
+            raise _usage_error("give either --world-size or --gpus/--nodes, not both")
         if gpus is None:
-            raise click.UsageError("--nodes needs --gpus (GPUs per node)")
+            raise _usage_error("--nodes needs --gpus (GPUs per node)")
         sizes = (gpus * (nodes or 1),)
     if sizes is None:
         sizes = settings.world_sizes
@@ -343,13 +280,13 @@ def _options(settings, paths, target, world_size, gpus, nodes, training_args, da
         try:
             max_bytes = files_module.parse_file_size(max_file_size)
         except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--max-file-size") from None
+            raise _bad_parameter(str(error), param_hint="--max-file-size") from None
 
     sources, stdin_text, virtual = {}, {}, []
     if paths.count("-") > 1:
-        raise click.UsageError("`-` (standard input) can be given once")
+        raise _usage_error("`-` (standard input) can be given once")
     if stdin_filename is not None and "-" not in paths:
-        raise click.UsageError("--stdin-filename names standard input: give `-` as a path too")
+        raise _usage_error("--stdin-filename names standard input: give `-` as a path too")
     if "-" in paths:
         name = stdin_filename or "-"
         stream = getattr(sys.stdin, "buffer", None)
@@ -399,7 +336,7 @@ def _training_options(options, settings, framework, batchnorm, batch_keys):
         try:
             parsed.append(parse_batch_key(text))
         except ValueError as error:
-            raise click.BadParameter(escape.characters(str(error)), param_hint="--batch-key") from None
+            raise _bad_parameter(escape.characters(str(error)), param_hint="--batch-key") from None
     # the command line's keys come last: they win over the configuration's for the same pointer
     return options._replace(framework=framework or settings.framework,
                             batchnorm=settings.batchnorm if batchnorm is None else batchnorm,
@@ -494,9 +431,9 @@ def _exit_if_incomplete(outcome: Outcome | None) -> None:
     if outcome is None or not (outcome.missing or outcome.crashed):
         return
     for line in outcome.missing:
-        click.echo(escape.line(f"dsconfig: error: {line}"), err=True)
+        echo(escape.line(f"dsconfig: error: {line}"), err=True)
     for error in outcome.crashed:
-        click.echo(escape.line(f"dsconfig: internal error: {error}: this file was not checked (please report this "
+        echo(escape.line(f"dsconfig: internal error: {error}: this file was not checked (please report this "
                                "with the file that caused it)"), err=True)
     sys.exit(2)
 
@@ -510,7 +447,7 @@ def _allowed(allow_read: tuple[str, ...], settings):
 
 
 def _internal_error(what: str) -> None:
-    click.echo(escape.line(f"dsconfig: internal error: {what} (please report this with the file that caused it)"),
+    echo(escape.line(f"dsconfig: internal error: {what} (please report this with the file that caused it)"),
                err=True)
     sys.exit(2)
 
@@ -571,7 +508,7 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
         # GitHub annotation's file= (the real name, escape sequence included); every other one is escaped
         try:
             for block in _blocks(pieces):  # with --fix on stdin, stdout carries the fixed text
-                click.echo(block, nl=False, color=True, err=stdin)
+                echo(block, nl=False, color=True, err=stdin)
                 cache.printed(block, err=stdin)
             (sys.stderr if stdin else sys.stdout).flush()
         except BrokenPipeError:
@@ -600,7 +537,7 @@ def _report(outcome: Outcome, selection: Selection, output_format: str, output_f
             if changed:
                 line = f"fixed {fixed} problem{'' if fixed == 1 else 's'} in {changed} " \
                        f"file{'' if changed == 1 else 's'}; {'remaining: ' if findings else ''}{line}"
-        click.echo(escape.line(line), err=True)
+        echo(escape.line(line), err=True)
         cache.printed(escape.line(line), err=True)
 
 
@@ -616,13 +553,13 @@ def _print_diff(run) -> int:
     from .. import fix
     changed = [result for result in run.files.values() if result.changed]
     for result in changed:
-        click.echo(fix.unified_diff(result), nl=False)
+        echo(fix.unified_diff(result), nl=False)
     fixes = sum(result.fixed for result in changed)
     if changed:
-        click.echo(f"would fix {fixes} problem{'' if fixes == 1 else 's'} in {len(changed)} "
+        echo(f"would fix {fixes} problem{'' if fixes == 1 else 's'} in {len(changed)} "
                    f"file{'' if len(changed) == 1 else 's'}", err=True)
     else:
-        click.echo("no fixes to apply", err=True)
+        echo("no fixes to apply", err=True)
     for path, why in run.skipped:
         _warn(f"not fixing {path}: {why}")
     return 1 if changed else 0
@@ -630,7 +567,7 @@ def _print_diff(run) -> int:
 
 def _warn(message: str) -> None:
     from .. import cache
-    click.echo(escape.line(f"dsconfig: warning: {message}"), err=True)
+    echo(escape.line(f"dsconfig: warning: {message}"), err=True)
     cache.printed(escape.line(f"dsconfig: warning: {message}"), err=True)
 
 
@@ -642,7 +579,7 @@ def _write_fixes(run) -> int:
         _warn(f"not fixing {path}: {why}")
     for result in run.files.values():
         if result.stdin:
-            click.echo(result.text, nl=False)  # the whole (fixed) input, as ruff does
+            echo(result.text, nl=False)  # the whole (fixed) input, as ruff does
             continue
         if not result.changed:
             continue

@@ -110,7 +110,7 @@ def lint_example(example) -> list[dict]:
     import io
     import tempfile
 
-    from .lint import lint
+    from .lint_cli import lint
 
     args = lint_arguments(example)
     with tempfile.TemporaryDirectory(prefix="dsconfig-example-") as folder:

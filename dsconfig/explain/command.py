@@ -145,8 +145,8 @@ def explain(paths, training_args, target, world_size, gpus, nodes, model, datase
     request = Request(deepspeed_path, accelerate_path, training_args, target, world_size, world_source, model,
                       dataset_size, tuple(settings), version)
     # Usage problems are one line (exit 2): what explain refuses (ExplainError), a file a reader cannot or may
-    # not open (engine.UsageError, files.FileError). Anything else reaches dsconfig.cli.run as what it is, an
-    # internal error.
+    # not open (engine.UsageError, files.FileError). Anything else reaches dsconfig.program.guarded as what it
+    # is, an internal error.
     compared = None
     try:
         parsed = _parse_settings(request.settings)

@@ -6,6 +6,7 @@ The severity is written out (error, warning, info): colour alone is lost in CI l
 from __future__ import annotations
 
 from .. import escape
+from ..terminal import style
 
 COLORS = {"error": "red", "warning": "yellow", "info": "cyan"}
 
@@ -14,14 +15,12 @@ def header_parts(finding, context) -> tuple[str, str]:
     """(`path:line:col: severity CODE [*]`, the escaped message), styled when colour is on."""
     severity, code = finding.severity, finding.code
     if context.color:
-        import click
-        severity = click.style(severity, fg=COLORS[finding.severity], bold=finding.severity == "error")
-        code = click.style(code, fg=COLORS[finding.severity], bold=finding.severity == "error")
+        severity = style(severity, fg=COLORS[finding.severity], bold=finding.severity == "error")
+        code = style(code, fg=COLORS[finding.severity], bold=finding.severity == "error")
     mark = " [*]" if context.fixable(finding) else ""
     where = f"{escape.path(finding.file)}:{finding.line}:{finding.column}:"
     if context.color:
-        import click
-        where = click.style(where, bold=True)
+        where = style(where, bold=True)
     return f"{where} {severity} {code}{mark}", escape.inline(finding.message)
 
 

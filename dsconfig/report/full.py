@@ -34,8 +34,8 @@ _DID_YOU_MEAN = re.compile(r"did you mean (.+?)\?")
 def _style(text: str, context, **style) -> str:
     if not context.color:
         return text
-    import click
-    return click.style(text, **style)
+    from ..terminal import style as styled
+    return styled(text, **style)
 
 
 # Findings about a file dsconfig did not lint: it may be anything (a credentials file, a .env); its

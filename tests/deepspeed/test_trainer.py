@@ -512,7 +512,7 @@ def test_run_lengths_the_trainer_fails_on_are_refused_naming_the_key(targs, fail
 def test_the_cli_says_it_in_one_line_naming_the_file(tmp_path):
     from click.testing import CliRunner
 
-    from dsconfig.commands.lint import lint
+    from dsconfig.commands.lint_cli import lint
     (tmp_path / "ds_config.json").write_text(json.dumps(SCHEDULED))
     (tmp_path / "args.json").write_text('{"num_train_epochs": NaN}')
     result = CliRunner().invoke(lint, [str(tmp_path / "ds_config.json"), "--training-args", str(tmp_path / "args.json"),

@@ -50,9 +50,15 @@ def test_lint_path_imports_nothing_heavy(tmp_path):
     loaded = {name.split(".")[0] for name in modules_after(["lint", str(config)], ROOT)}
     heavy = ("torch", "deepspeed", "accelerate", "transformers", "pydantic", "jsonschema", "yaml", "numpy")
     assert not loaded & set(heavy), loaded & set(heavy)
-    # standard modules a clean config never needs: pathlib (with urllib and ipaddress), difflib (a misspelling)
-    avoidable = loaded & {"pathlib", "urllib", "ipaddress", "difflib"}
+    # standard modules a clean config never needs: pathlib (with urllib and ipaddress), difflib (a misspelling);
+    # and click, which the common lint command lines do without (dsconfig.cli)
+    avoidable = loaded & {"pathlib", "urllib", "ipaddress", "difflib", "click"}
     assert not avoidable, avoidable
+    with_findings = tmp_path / "bad" / "ds_config.json"
+    with_findings.parent.mkdir()
+    with_findings.write_text('{"train_batch_size": 7.0}')
+    assert "click" not in {name.split(".")[0] for name in modules_after(
+        ["lint", str(with_findings), "--world-size", "8", "--format", "full", "--color", "always"], ROOT)}
 
 
 def test_a_ds_config_without_model_loads_no_accelerate_or_model_checks(tmp_path):

@@ -127,7 +127,7 @@ def test_passing_example_does_not_report_the_rule(code, tmp_path, monkeypatch):
 
 def _run_command(folder: Path, example: Example, monkeypatch):
     """The command line shown with the example, run as `dsconfig lint ... --format json`."""
-    from dsconfig.commands.lint import lint
+    from dsconfig.commands.lint_cli import lint
 
     _write(folder, example)
     monkeypatch.chdir(folder)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dsconfig import engine
-from dsconfig.commands.lint import lint as lint_command
+from dsconfig.commands.lint_cli import lint as lint_command
 from tests.helpers import options, truthful
 from tests.training import scripts_fixtures as fx
 
