@@ -168,6 +168,8 @@ def _resolve(pin: Pin) -> Choice:
         reason = f"locked in {where} ({pin.spec})"
     elif len(allowed) == 1:
         reason = f"pinned in {where} ({pin.spec})"
+    elif specifiers.is_url(pin.spec):  # a branch or commit of a repository, maybe a fork's: no release is known
+        reason = f"pinned in {where} ({pin.spec}; a source of unknown release: the newest replayed)"
     else:
         reason = f"pinned in {where} ({pin.spec}; newest allowed)"
     return Choice(allowed[-1], reason, "pin", pin.file, pin.line)

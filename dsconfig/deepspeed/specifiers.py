@@ -23,7 +23,16 @@ TERM = r"(===|==|!=|~=|<=|>=|<|>)\s*(\S+)"
 # A version's numbers (at most 9 digits each: int() refuses 4,300), then `.*`, or a suffix such as `rc1`, `.post1`.
 VERSION = r"(?i)v?(\d{1,9}(?:\.\d{1,9})*)(\.\*|\.?[a-z+!-][\w.+!-]*)?"
 # The name, extras, then the specifiers up to a marker (`;`) or a URL (`@`); PEP 508 allows parentheses.
-REQUIREMENT = r"(?i)\s*deepspeed(?![\w.-])\s*(?:\[[^\]]*\])?\s*\(?(?P<spec>[^;@)]*)"
+REQUIREMENT = r"(?i)\s*deepspeed(?![\w.-])\s*(?:\[[^\]]*\])?\s*\(?(?P<spec>[^;@)]*)(?P<url>@\s*[^\s;]+)?"
+# A pip line naming a version-control URL of deepspeed: `-e git+https://github.com/org/DeepSpeed.git@v0.16.4`,
+# `git+https://...#egg=deepspeed`.
+VCS_LINE = r"(?i)\s*(?:-e\s+|--editable[=\s]+)?(?P<url>(?:git|hg|svn|bzr)\+[^\s;]+)"
+VCS_DEEPSPEED = r"(?i)[#&]egg=deepspeed(?![\w.-])|/deepspeed(?:\.git)?(?:@|#|$)"
+# What a URL installs: a release tag (`...DeepSpeed.git@v0.16.4`, GitHub's archive of `v0.16.4`) or a release's
+# own file (`deepspeed-0.16.4.tar.gz`) is that release, and a fork's tag of one (`v0.16.4-custom`) the release
+# it started from; a branch or a commit is a release dsconfig cannot know.
+URL_RELEASE = (r"(?i)(?:@|/archive/(?:refs/tags/)?|/deepspeed-)v?(\d{1,9}\.\d{1,9}\.\d{1,9})"
+               r"(?=$|[#?&+-]|\.(?:tar\.gz|tgz|zip)$)")
 
 
 def allows(constraint: Constraint, release: str) -> bool:
@@ -53,11 +62,31 @@ def _padded(numbers: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]
 
 
 def requirement(text: str) -> tuple[str, Constraint] | None:
-    """A PEP 508 requirement on deepspeed (`deepspeed[autotuning]>=0.14,<0.17; python_version>"3.9"`):
+    """A PEP 508 requirement on deepspeed (`deepspeed[autotuning]>=0.14,<0.17; python_version>"3.9"`), or a
+    direct reference (`deepspeed @ git+https://...@v0.16.4`, a pip line of a version-control URL of deepspeed):
     the requirement as written without its marker, and its constraint. None for anything else."""
     match = re.match(REQUIREMENT, text)
-    constraint = pep440(match.group("spec")) if match else None
+    if match and match.group("url"):
+        constraint = url_release(match.group("url")[1:])
+    elif match:
+        constraint = pep440(match.group("spec"))
+    else:
+        vcs = re.match(VCS_LINE, text)
+        constraint = url_release(vcs.group("url")) if vcs and re.search(VCS_DEEPSPEED, vcs.group("url")) else None
     return None if constraint is None else (" ".join(text.split(";")[0].split()), constraint)
+
+
+def url_release(url: str) -> Constraint:
+    """The release a URL installs when it names one (see URL_RELEASE), else ANY: pip takes whatever it holds."""
+    path = url.split("://", 1)[-1]
+    path = path[path.find("/"):] if "/" in path else ""  # after the host: a `user:token@` is no tag
+    found = re.search(URL_RELEASE, path)
+    return ((("==", found.group(1)),),) if found else ANY
+
+
+def is_url(spec: str) -> bool:
+    """Whether a pin as written installs from a URL (its release is the URL's, not a version specifier's)."""
+    return "://" in spec
 
 
 def pep440(text: str) -> Constraint | None:

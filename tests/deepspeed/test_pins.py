@@ -626,7 +626,7 @@ def test_specifiers_agree_with_packaging(terms):
 
 @pytest.mark.parametrize("text", [
     "deepspeed", "DeepSpeed>=0.14", "deepspeed[autotuning]==0.16.9", "deepspeed (>=0.15,<0.17)",
-    "deepspeed>=0.14; python_version >= '3.9'", "deepspeed @ https://example.com/deepspeed-0.16.9.tar.gz",
+    "deepspeed>=0.14; python_version >= '3.9'", "deepspeed @ https://example.com/deepspeed/archive/main.tar.gz",
     "deepspeed ~= 0.18.0", "deepspeed!=0.19.8",
 ])
 def test_requirements_agree_with_packaging(text):
@@ -636,7 +636,36 @@ def test_requirements_agree_with_packaging(text):
         set(Requirement(text).specifier.filter(SUPPORTED))
 
 
-@pytest.mark.parametrize("text", ["deepspeed-mii>=0.2", "deepspeed_kernels", "torch", "deepspeed>=x.y", "deepspeed=0.1"])
+@pytest.mark.parametrize("text, release", [
+    ("deepspeed @ git+https://github.com/someone/DeepSpeed.git@v0.16.0", "0.16.0"),
+    ("deepspeed@git+https://github.com/deepspeedai/DeepSpeed@v0.15.4#egg=deepspeed", "0.15.4"),
+    ("-e git+https://github.com/microsoft/DeepSpeed.git@v0.16.4#egg=deepspeed", "0.16.4"),
+    ("git+https://github.com/a-lab/DeepSpeed.git@v0.16.2-lab", "0.16.2"),
+    ("deepspeed @ https://example.com/deepspeed-0.16.9.tar.gz", "0.16.9"),
+    ("deepspeed @ https://github.com/microsoft/DeepSpeed/archive/refs/tags/v0.16.2.zip", "0.16.2"),
+    ("deepspeed @ file:///wheels/deepspeed-0.16.3-py3-none-any.whl", "0.16.3"),
+    ("deepspeed @ git+https://github.com/someone/DeepSpeed.git@main", None),
+    ("git+https://github.com/microsoft/DeepSpeed.git@5b8a1c2", None),
+    ("deepspeed @ git+https://0.16.0:0.16.1@example.com/DeepSpeed.git", None),
+])
+def test_a_url_pin_is_the_release_its_tag_or_file_names(text, release):
+    """pip installs what the URL holds: a release's tag or file is that release (a fork's `v0.16.2-lab` the one it
+    started from), a branch or a commit is unknown (every release allowed, the reason says so)."""
+    written, constraint = specifiers.requirement(text)
+    assert [r for r in SUPPORTED if specifiers.allows(constraint, r)] == ([release] if release else list(SUPPORTED))
+
+
+def test_a_git_pin_s_reason_says_its_release_is_unknown(project):
+    write(project, "requirements.txt", "torch\ndeepspeed @ git+https://github.com/someone/DeepSpeed.git@fork-branch\n")
+    choice = chosen(project)
+    assert (choice.version, choice.line) == (SUPPORTED[-1], 2)
+    assert choice.reason.endswith("a source of unknown release: the newest replayed)"), choice.reason
+    write(project, "requirements.txt", "torch\ndeepspeed @ git+https://github.com/someone/DeepSpeed.git@v0.16.0\n")
+    assert chosen(project).version == "0.16.0"
+
+
+@pytest.mark.parametrize("text", ["deepspeed-mii>=0.2", "deepspeed_kernels", "torch", "deepspeed>=x.y", "deepspeed=0.1",
+                                  "git+https://github.com/x/deepspeed-mii.git@v0.2.0", "git+https://h/x/o.git@v0.16.0#egg=o"])
 def test_not_a_requirement_on_deepspeed(text):
     assert specifiers.requirement(text) is None
 
