@@ -858,10 +858,10 @@ def lint_document(doc: Document, options: Options) -> list[Finding]:
             from .accelerate import lint_accelerate
             findings = lint_accelerate(doc, options)
             if options.training_args is not None and doc.loaded and isinstance(doc.value, dict):
-                from .fsdp.trainer_args import (
-                    yaml_conflicts,  # the launch and the Trainer's own FSDP arguments
-                )
-                findings += yaml_conflicts(doc.value, options.training_args)
+                # the launch and the Trainer's own FSDP arguments, when the project runs the Trainer replayed
+                from .fsdp.trainer_args import other_transformers, yaml_conflicts
+                if other_transformers(doc.path) is None:
+                    findings += yaml_conflicts(doc.value, options.training_args)
         elif doc.kind == "deepspeed":
             from .deepspeed.check import lint_deepspeed
             findings = lint_deepspeed(doc, options)

@@ -52,7 +52,18 @@ def lint_other(doc, options) -> list[Finding]:
 
 
 def _trainer_fsdp(doc, value: dict, options) -> list[Finding]:
-    """The Trainer's FSDP findings for a TrainingArguments file (dsconfig.fsdp.trainer_args)."""
+    """The Trainer's FSDP findings for a TrainingArguments file (dsconfig.fsdp.trainer_args); an info instead when
+    the project pins a transformers those checks do not replay."""
     from .fsdp import trainer_args
+    pinned = trainer_args.other_transformers(doc.path)
+    if pinned is not None:  # another Trainer reads these arguments: say so where FSDP is set, else nothing
+        fsdp = next((key for key in value if isinstance(key, str) and (key == "fsdp" or key.startswith("fsdp_"))), None)
+        if fsdp is None:
+            return []
+        from .pointers import pointer_join
+        from .rules.trainer_fsdp import TRAINER_RELEASE_NOT_REPLAYED
+        return [Finding(TRAINER_RELEASE_NOT_REPLAYED, f"the project pins {pinned}: dsconfig checks the Trainer's FSDP "
+                        f"settings as transformers {trainer_args.REPLAYED_MAJOR}.x reads them (FSDP2 by default, `fsdp` "
+                        "strings deprecated), which this pin rules out; not checked", pointer_join("", fsdp))]
     boundary = options.boundary or Boundary.of([doc.path])
     return trainer_args.replay(value, read_config=trainer_args.read_config_file(boundary, doc.path)).findings

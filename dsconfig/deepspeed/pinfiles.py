@@ -1,8 +1,9 @@
-"""Where a project pins deepspeed, file by file: `pins_in(folder)` lists the pins a folder's files hold.
+"""Where a project pins deepspeed (or another package: transformers), file by file: `pins_in(folder)` lists
+the pins a folder's files hold.
 
 Requirements files (`requirements*.txt`, `requirements/*.txt`, with their `-r`/`-c` includes), uv.lock
 and poetry.lock, conda's environment.yml, pyproject.toml (PEP 621, PEP 735 and Poetry tables), setup.cfg
-and setup.py. A file's pin is its first requirement on deepspeed. Files are read, never run (setup.py
+and setup.py. A file's pin is its first requirement on the package. Files are read, never run (setup.py
 is parsed with ast), each up to a bounded size, and never a special file (a FIFO would block); a file
 that cannot be read holds no pin. Stdlib only: this module is on the lint path.
 """
@@ -25,14 +26,15 @@ PARSED_BYTES = 256 << 10
 LOCK_BYTES = 16 << 20
 MAX_REQUIREMENT_FILES = 32  # per folder, `-r` includes counted: more than real trees hold, bounded for hostile ones
 
-# The lines of a requirements file that matter: includes, and those naming deepspeed.
-CANDIDATE = r"(?im)^[ \t]*(?:-[rc]|--requirement|--constraint).*|^.*deepspeed.*"
-CONDA = r"(?i)(?:\S+::)?deepspeed(?![\w.-])(.*)"  # `conda-forge::deepspeed=0.16`
+# The lines of a requirements file that matter: includes, and those naming the package ({name}).
+CANDIDATE = r"(?im)^[ \t]*(?:-[rc]|--requirement|--constraint).*|^.*{name}.*"
+CONDA = r"(?i)(?:\S+::)?{name}(?![\w.-])(.*)"  # `conda-forge::deepspeed=0.16`
 INCLUDE = r"(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s+|(?<=[rc]))(\S+)"
 # `version` follows `name` in the same [[package]] table (uv.lock, poetry.lock); a few lines at most are
 # searched, so a hostile lock costs linear time.
-LOCKED = r'(?im)^name\s*=\s*"deepspeed"\s*\n(?:(?!\[).*\n){0,8}?version\s*=\s*"([^"\n]*)"'
-POETRY_KEY = r"(?im)^[ \t]*[\"']?deepspeed[\"']?[ \t]*="
+LOCKED = r'(?im)^name\s*=\s*"{name}"\s*\n(?:(?!\[).*\n){{0,8}}?version\s*=\s*"([^"\n]*)"'
+POETRY_KEY = r"(?im)^[ \t]*[\"']?{name}[\"']?[ \t]*="
+DEEPSPEED = "deepspeed"
 
 
 class Pin(NamedTuple):
@@ -46,16 +48,20 @@ class Pin(NamedTuple):
 class Search(NamedTuple):
     seen: set  # requirement files read, shared by the `-r` includes
     ceiling: str | None  # the project folder every file read must lie in (dsconfig.boundary.project_ceiling)
+    package: str = DEEPSPEED  # the distribution's name, lower case
+
+    def pattern(self, template: str) -> str:
+        return template.format(name=re.escape(self.package))
 
 
-def pins_in(folder: str, ceiling: str | None = None) -> list[Pin]:
-    """The pins of the folder's files, in `READERS` order; no file is read outside `ceiling` (default: the
-    folder's project ceiling), whatever a link or a `-r` include says."""
+def pins_in(folder: str, ceiling: str | None = None, package: str = DEEPSPEED) -> list[Pin]:
+    """The pins of `package` in the folder's files, in `READERS` order; no file is read outside `ceiling`
+    (default: the folder's project ceiling), whatever a link or a `-r` include says."""
     if ceiling is None:
         from ..boundary import project_ceiling
         ceiling = project_ceiling(folder)
     listings: dict[str, list[str]] = {}
-    search = Search(set(), ceiling)
+    search = Search(set(), ceiling, package)
     pins: list[Pin] = []
     for pattern, reader in READERS:
         place, _, name_pattern = pattern.rpartition("/")
@@ -92,9 +98,9 @@ def without_credentials(spec: str) -> str:
     return re.sub(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/@\s]*@", r"\1***@", spec)
 
 
-def _requirement(text: str, path: str, line: int) -> list[Pin]:
+def _requirement(text: str, path: str, line: int, package: str = DEEPSPEED) -> list[Pin]:
     from . import specifiers
-    found = specifiers.requirement(text)
+    found = specifiers.requirement(text, package)
     return _pin(found[0], found[1], path, line) if found else []
 
 
@@ -125,14 +131,14 @@ def _requirements(path: str, search: Search) -> list[Pin]:
     search.seen.add(path)
     text = read_text(path, ceiling=search.ceiling) or ""
     number, position = 1, 0
-    for candidate in re.finditer(CANDIDATE, text):
+    for candidate in re.finditer(search.pattern(CANDIDATE), text):
         number, position = number + text.count("\n", position, candidate.start()), candidate.start()
         line = re.split(r"(?:^|\s)#", candidate.group())[0].strip().rstrip("\\")
         include = re.fullmatch(INCLUDE, line)
         if include:  # pip reads an included file relative to the including one
             pins = _requirements(os.path.join(os.path.dirname(path), include.group(1)), search)
         else:
-            pins = _requirement(re.split(r"\s-", line)[0], path, number)  # before ` --hash=...`
+            pins = _requirement(re.split(r"\s-", line)[0], path, number, search.package)  # before ` --hash=...`
         if pins:
             return pins
     return []
@@ -141,11 +147,11 @@ def _requirements(path: str, search: Search) -> list[Pin]:
 def _locked(path: str, search: Search) -> list[Pin]:
     from . import specifiers
     text = read_text(path, LOCK_BYTES, ceiling=search.ceiling) or ""
-    match = re.search(LOCKED, text) if "deepspeed" in text.lower() else None
+    match = re.search(search.pattern(LOCKED), text) if search.package in text.lower() else None
     if match is None:
         return []
     line = text.count("\n", 0, match.start(1)) + 1
-    return _pin(f"deepspeed {match.group(1)}", specifiers.exact(match.group(1)), path, line, locked=True)
+    return _pin(f"{search.package} {match.group(1)}", specifiers.exact(match.group(1)), path, line, locked=True)
 
 
 def _environment(path: str, search: Search) -> list[Pin]:
@@ -153,7 +159,7 @@ def _environment(path: str, search: Search) -> list[Pin]:
     from . import specifiers
     text = read_text(path, ceiling=search.ceiling) or ""
     pip_indent = None  # the indent of `- pip:` while in its list
-    for number, line in enumerate(text.splitlines() if "deepspeed" in text.lower() else (), 1):
+    for number, line in enumerate(text.splitlines() if search.package in text.lower() else (), 1):
         line = re.split(r"(?:^|\s)#", line)[0].rstrip()
         indent = len(line) - len(line.lstrip())
         if pip_indent is not None and line and indent <= pip_indent:
@@ -163,9 +169,9 @@ def _environment(path: str, search: Search) -> list[Pin]:
         if re.fullmatch(r"pip\s*:", entry):
             pip_indent = indent
             continue
-        conda = re.fullmatch(CONDA, entry) if pip_indent is None else None
+        conda = re.fullmatch(search.pattern(CONDA), entry) if pip_indent is None else None
         pins = (_pin(entry, specifiers.conda(conda.group(1)), path, number) if conda
-                else _requirement(entry, path, number) if pip_indent is not None else [])
+                else _requirement(entry, path, number, search.package) if pip_indent is not None else [])
         if pins:
             return pins
     return []
@@ -175,7 +181,7 @@ def _pyproject(path: str, search: Search) -> list[Pin]:
     """[project] dependencies and optional-dependencies, [dependency-groups], Poetry's dependency tables."""
     from . import specifiers
     text = read_text(path, PARSED_BYTES, ceiling=search.ceiling) or ""
-    if "deepspeed" not in text.lower():
+    if search.package not in text.lower():
         return []
     import tomllib
     try:
@@ -186,20 +192,21 @@ def _pyproject(path: str, search: Search) -> list[Pin]:
     lists = [project.get("dependencies"), *_table(project, "optional-dependencies").values(),
              *_table(data, "dependency-groups").values()]
     for item in (item for items in lists if isinstance(items, list) for item in items if isinstance(item, str)):
-        if "deepspeed" in item.lower() and (pins := _requirement(item, path, _line_of(text, text.find(item)))):
+        if search.package in item.lower() and (pins := _requirement(item, path, _line_of(text, text.find(item), search),
+                                                                     search.package)):
             return pins
     tables = [poetry.get("dependencies"), poetry.get("dev-dependencies"),
               *(_table(group, "dependencies") for group in _table(poetry, "group").values())]
     for table in tables:
         for name, value in (table.items() if isinstance(table, dict) else ()):
-            if name.lower() == "deepspeed":  # "^0.16", {version = "^0.16"}, or a list of those with markers
+            if name.lower() == search.package:  # "^0.16", {version = "^0.16"}, or a list of those with markers
                 values = [item.get("version", "*") if isinstance(item, dict) else item
                           for item in (value if isinstance(value, list) else [value])]
                 parsed = [specifiers.poetry(item) if isinstance(item, str) else None for item in values]
                 if values and None not in parsed:
-                    spec, found = f"deepspeed = {' || '.join(values)}", re.search(POETRY_KEY, text)
+                    spec, found = f"{name} = {' || '.join(values)}", re.search(search.pattern(POETRY_KEY), text)
                     return _pin(spec, tuple(terms for constraint in parsed for terms in constraint), path,
-                                _line_of(text, found.start() if found else -1))
+                                _line_of(text, found.start() if found else -1, search))
     return []
 
 
@@ -208,9 +215,9 @@ def _table(data, name: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _line_of(text: str, index: int) -> int:
-    """The line of `index` in the text; for -1 (not found: written with escapes), of the first deepspeed."""
-    index = index if index >= 0 else text.lower().find("deepspeed")
+def _line_of(text: str, index: int, search: Search) -> int:
+    """The line of `index` in the text; for -1 (not found: written with escapes), of the package's first mention."""
+    index = index if index >= 0 else text.lower().find(search.package)
     return text.count("\n", 0, max(index, 0)) + 1
 
 
@@ -218,7 +225,7 @@ def _setup_cfg(path: str, search: Search) -> list[Pin]:
     """`install_requires` in [options] and every entry of [options.extras_require], read by lines."""
     text = read_text(path, ceiling=search.ceiling) or ""
     section, option = "", ""
-    for number, line in enumerate(text.splitlines() if "deepspeed" in text.lower() else (), 1):
+    for number, line in enumerate(text.splitlines() if search.package in text.lower() else (), 1):
         stripped = line.strip()
         if not stripped or stripped[0] in "#;":
             continue
@@ -229,7 +236,7 @@ def _setup_cfg(path: str, search: Search) -> list[Pin]:
         if assignment:  # `key = value`; an indented line continues the value
             option, stripped = assignment.group(1).strip().lower(), assignment.group(2)
         in_requirements = (section, option) == ("options", "install_requires") or section == "options.extras_require"
-        if in_requirements and (pins := _requirement(stripped, path, number)):
+        if in_requirements and (pins := _requirement(stripped, path, number, search.package)):
             return pins
     return []
 
@@ -237,7 +244,7 @@ def _setup_cfg(path: str, search: Search) -> list[Pin]:
 def _setup_py(path: str, search: Search) -> list[Pin]:
     """A literal `install_requires=[...]` or `extras_require={...}`, or a module-level name bound to one."""
     text = read_text(path, PARSED_BYTES, ceiling=search.ceiling) or ""
-    if "deepspeed" not in text.lower():
+    if search.package not in text.lower():
         return []
     import ast
     import warnings
@@ -253,7 +260,7 @@ def _setup_py(path: str, search: Search) -> list[Pin]:
         if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
             value = names.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
             for item in _strings(value, ast):
-                if pins := _requirement(item.value, path, item.lineno):
+                if pins := _requirement(item.value, path, item.lineno, search.package):
                     return pins
     return []
 

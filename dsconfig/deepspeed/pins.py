@@ -143,11 +143,18 @@ def _installed_version() -> str | None:
 # -- the project's pin --------------------------------------------------------------------------------------
 
 def _pinned(start: str | None) -> Choice | None:
+    pin = project_pin(start)
+    return _resolve(pin) if pin is not None else None
+
+
+def project_pin(start: str | None, package: str = "deepspeed") -> Pin | None:
+    """The project's pin of `package`: in the nearest folder holding one, from `start` up to the project root, the
+    strongest (locked, then constrained, then a bare name; the first file of pinfiles.READERS among equals)."""
     from ..boundary import folders_up_to_ceiling
     for folder in folders_up_to_ceiling(start):
-        pins = pins_in(folder)
+        pins = pins_in(folder, package=package)
         if pins:
-            return _resolve(min(pins, key=lambda pin: pin.rank))  # min keeps the first of equal rank
+            return min(pins, key=lambda pin: pin.rank)  # min keeps the first of equal rank
     return None
 
 

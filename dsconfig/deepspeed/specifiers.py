@@ -23,7 +23,7 @@ TERM = r"(===|==|!=|~=|<=|>=|<|>)\s*(\S+)"
 # A version's numbers (at most 9 digits each: int() refuses 4,300), then `.*`, or a suffix such as `rc1`, `.post1`.
 VERSION = r"(?i)v?(\d{1,9}(?:\.\d{1,9})*)(\.\*|\.?[a-z+!-][\w.+!-]*)?"
 # The name, extras, then the specifiers up to a marker (`;`) or a URL (`@`); PEP 508 allows parentheses.
-REQUIREMENT = r"(?i)\s*deepspeed(?![\w.-])\s*(?:\[[^\]]*\])?\s*\(?(?P<spec>[^;@)]*)(?P<url>@\s*[^\s;]+)?"
+REQUIREMENT = r"(?i)\s*{name}(?![\w.-])\s*(?:\[[^\]]*\])?\s*\(?(?P<spec>[^;@)]*)(?P<url>@\s*[^\s;]+)?"
 # A pip line naming a version-control URL of deepspeed: `-e git+https://github.com/org/DeepSpeed.git@v0.16.4`,
 # `git+https://...#egg=deepspeed`.
 VCS_LINE = r"(?i)\s*(?:-e\s+|--editable[=\s]+)?(?P<url>(?:git|hg|svn|bzr)\+[^\s;]+)"
@@ -61,17 +61,19 @@ def _padded(numbers: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]
     return numbers + (0,) * (len(other) - len(numbers))
 
 
-def requirement(text: str) -> tuple[str, Constraint] | None:
+def requirement(text: str, package: str = "deepspeed") -> tuple[str, Constraint] | None:
     """A PEP 508 requirement on deepspeed (`deepspeed[autotuning]>=0.14,<0.17; python_version>"3.9"`), or a
     direct reference (`deepspeed @ git+https://...@v0.16.4`, a pip line of a version-control URL of deepspeed):
-    the requirement as written without its marker, and its constraint. None for anything else."""
-    match = re.match(REQUIREMENT, text)
+    the requirement as written without its marker, and its constraint. None for anything else. `package`: another
+    distribution's requirement (a URL of one is any release: only DeepSpeed's tags are known here)."""
+    match = re.match(REQUIREMENT.format(name=re.escape(package)), text)
+    deepspeed = package == "deepspeed"
     if match and match.group("url"):
-        constraint = url_release(match.group("url")[1:])
+        constraint = url_release(match.group("url")[1:]) if deepspeed else ANY
     elif match:
         constraint = pep440(match.group("spec"))
     else:
-        vcs = re.match(VCS_LINE, text)
+        vcs = re.match(VCS_LINE, text) if deepspeed else None
         constraint = url_release(vcs.group("url")) if vcs and re.search(VCS_DEEPSPEED, vcs.group("url")) else None
     return None if constraint is None else (" ".join(text.split(";")[0].split()), constraint)
 

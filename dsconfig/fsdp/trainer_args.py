@@ -59,6 +59,25 @@ def fields() -> frozenset[str]:
     return frozenset(schema()["fields"])
 
 
+# The transformers releases this replay models: 5.x (the FSDP2 default, `fsdp` strings deprecated). A project
+# pinned below them runs another Trainer (FSDP1 by default, the `fsdp` string its documented form).
+REPLAYED_MAJOR = 5
+
+
+def other_transformers(start: str | None) -> str | None:
+    """The project's transformers pin, as shown ("transformers==4.46.0 in requirements.txt:3"), when it allows no
+    release this replay models; None when it allows one, or the project pins none (the installed transformers is
+    not asked: dsconfig's environment is often not the project's)."""
+    from ..deepspeed import specifiers
+    from ..deepspeed.pins import project_pin
+    pin = project_pin(start, "transformers")
+    if pin is None or specifiers.is_url(pin.spec):
+        return None
+    if any(specifiers.allows(pin.constraint, f"{REPLAYED_MAJOR}.{minor}.0") for minor in range(100)):
+        return None
+    return f"{pin.spec} in {pin.file}:{pin.line}"
+
+
 class Replay(NamedTuple):
     kwargs: dict | None  # FullyShardedDataParallelPlugin(**kwargs), None when no plugin is built
     config: dict  # fsdp_config as _process_fsdp_args leaves it

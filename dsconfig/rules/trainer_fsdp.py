@@ -1,6 +1,6 @@
 """The HF Trainer's FSDP settings: `fsdp` and `fsdp_config` in a TrainingArguments JSON or YAML, as
 transformers 5.23 reads them (ACC040-ACC049), and their conflicts with the Accelerate YAML that
-launches the script (`--training-args`).
+launches the script (`--training-args`); ACC050 when the project pins a transformers they do not replay.
 
 Checked by dsconfig.fsdp.trainer_args (the replay of `TrainingArguments._process_fsdp_args`), run by
 dsconfig.other for a TrainingArguments file and by dsconfig.engine for an Accelerate YAML linted with
@@ -10,7 +10,7 @@ dsconfig.other for a TrainingArguments file and by dsconfig.engine for an Accele
 from __future__ import annotations
 
 from ..phases import INITIALIZE, SILENT
-from .rule import ERROR, WARNING, Rule, acc, folder
+from .rule import ERROR, INFO, WARNING, Rule, acc, folder
 
 ARGS = "training_args.yaml"  # Trainer arguments as TRL and alignment-handbook recipes write them
 
@@ -261,6 +261,23 @@ TRAINER_FSDP_WARNING = Rule(
     fix="Write `\"fsdp\": true` and the settings in `fsdp_config` (FSDP2); keep FSDP settings in one place.",
 )
 
+TRAINER_RELEASE_NOT_REPLAYED = Rule(
+    "ACC050", "trainer-release-not-replayed", INFO,
+    summary="The project pins a transformers older than the one the Trainer's FSDP checks replay",
+    what="""Reports, instead of ACC040-ACC049, a TrainingArguments file setting `fsdp` or `fsdp_config` in a project
+    whose pin of transformers (requirements, pyproject.toml, lock files, as for DeepSpeed's pin) allows no 5.x
+    release.""",
+    why="""dsconfig replays how transformers 5.23 reads these arguments: FSDP2 unless `version: 1`, a `fsdp` string
+    deprecated. transformers 4.x reads them otherwise (FSDP1, the string its documented form), so those findings
+    would not be about the Trainer the project runs.""",
+    fails_in=(SILENT,),
+    failing=folder(("requirements.txt", "transformers==4.46.3\naccelerate>=0.34\n"),
+                   (ARGS, "output_dir: out\nfsdp: full_shard auto_wrap\n"), lint=(ARGS,)),
+    passing=folder(("requirements.txt", "transformers>=4.46.3\naccelerate>=1.0\n"),
+                   (ARGS, "output_dir: out\nfsdp: true\n"), lint=(ARGS,)),
+    fix="Nothing to change for the pinned release; pin transformers 5 to have these settings checked.",
+)
+
 RULES = (TRAINER_FSDP_ERROR, TRAINER_FSDP_IGNORED_KEY, TRAINER_FSDP1_ONLY_KEY, TRAINER_FSDP_CONFIG_UNUSED,
          TRAINER_FSDP_WRAP_SETTING_UNUSED, TRAINER_CHECKPOINTING_CONFLICT, TRAINER_FSDP_WITH_DEEPSPEED,
-         TRAINER_FSDP_TRUTHY_STRING, TRAINER_FSDP_XLA, TRAINER_FSDP_WARNING)
+         TRAINER_FSDP_TRUTHY_STRING, TRAINER_FSDP_XLA, TRAINER_FSDP_WARNING, TRAINER_RELEASE_NOT_REPLAYED)

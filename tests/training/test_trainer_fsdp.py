@@ -134,3 +134,28 @@ def test_a_key_that_is_no_string_fails_as_transformers_does():
                                                             "fsdp_config": {key: True}}).findings]
         said = f"{type(raised.value).__name__}: {raised.value}"
         assert any(said in message for message in messages), (said, messages)
+
+
+@pytest.mark.parametrize("pin, replayed", [
+    ("transformers==4.46.3\n", False), ("transformers>=4.41.2,<=4.46.1\n", False), ("transformers<5\n", False),
+    ("transformers>=4.46\n", True), ("transformers==5.2.0\n", True), ("torch\n", True),
+    ("transformers @ git+https://github.com/huggingface/transformers@v4.46.3\n", True),  # unknown: replayed
+])
+def test_a_project_on_transformers_4_gets_no_transformers_5_findings(tmp_path, pin, replayed):
+    """LLaMA-Factory and axolotl pin transformers 4.x, whose Trainer reads `fsdp: full_shard auto_wrap` as its
+    documented form with FSDP1: the 5.23 replay's deprecation warning and FSDP2 errors are not about it. One info
+    says so (ACC050); an Accelerate YAML linted with those arguments gets no Trainer conflict either."""
+    write(tmp_path, "requirements.txt", pin)
+    write(tmp_path, "train.yaml", "output_dir: out\nfsdp: full_shard auto_wrap\nfsdp_config:\n  version: 2\n"
+                                  "  sharding_strategy: HYBRID_SHARD\n")
+    _, found = lint("train.yaml", "--show-info", cwd=tmp_path)
+    codes = {f["code"] for f in found}
+    if replayed:
+        assert {"ACC049", "ACC041"} <= codes and "ACC050" not in codes, codes
+    else:
+        assert codes == {"ACC050"}, codes
+        assert found[0]["line"] == 2 and pin.strip() in found[0]["message"]
+    write(tmp_path, "accelerate_config.yaml", ACCELERATE_FSDP)
+    write(tmp_path, "args.json", {"output_dir": "out", "fsdp": True, "gradient_checkpointing": True})
+    _, found = lint("accelerate_config.yaml", "--training-args", "args.json", cwd=tmp_path)
+    assert bool({f["code"] for f in found} & {"ACC045", "ACC049"}) == replayed
