@@ -332,7 +332,8 @@ class Project:
         self._files: dict[str, Source | None] = {}
         self._modules: dict[tuple, Source | None] = {}  # (folder, level, dotted) -> the file it means there
         self._absolutes: dict[tuple, Source | None] = {}  # (folder, dotted) -> that file, for an absolute import
-        self._listings: dict[str, frozenset[str]] = {}  # linted folder -> its names (one listdir, not a stat a try)
+        # folder -> its names (one listdir, not a stat a try); None for a folder outside the roots
+        self._listings: dict[str, frozenset[str] | None] = {}
 
     def loaded(self) -> list[Source]:
         """The files read on demand (imported by a linted script), in the order they were read."""
@@ -374,7 +375,7 @@ class Project:
                 break
             visited.append(current)
             found = self._in_folder(current, parts)
-            if found is None:
+            if found is None and self._may_hold(current, "src"):
                 found = self._in_folder(os.path.join(current, "src"), parts)
             if found is not None:
                 break
@@ -398,17 +399,25 @@ class Project:
                     return found
         return None
 
+    def _may_hold(self, folder: str, name: str) -> bool:
+        """Whether `name` may be in the folder: it is in its listing, or the folder is not listed (outside the roots)."""
+        listing = self._listing(folder)
+        return listing is None or name in listing
+
     def _listing(self, folder: str) -> frozenset[str] | None:
         """The names in a linted folder; None for a folder outside the roots (never opened: stat them)."""
+        listing = self._listings.get(folder, self)
+        if listing is not self:
+            return listing
         if not any(folder == root or folder.startswith(root.rstrip(os.sep) + os.sep) for root in self._roots):
+            self._listings[folder] = None
             return None
-        if folder not in self._listings:
-            from ..boundary import observe
-            observe(folder)  # which modules exist decides what an import means: a rerun from the cache checks it
-            try:
-                self._listings[folder] = frozenset(os.listdir(folder))
-            except OSError:
-                self._listings[folder] = frozenset()
+        from ..boundary import observe
+        observe(folder)  # which modules exist decides what an import means: a rerun from the cache checks it
+        try:
+            self._listings[folder] = frozenset(os.listdir(folder))
+        except OSError:
+            self._listings[folder] = frozenset()
         return self._listings[folder]
 
     def _top(self, folder: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -258,7 +259,7 @@ def _rank_sharded_loaders(project: Project, module: Source, memo: dict) -> list:
     if key in memo:
         return memo[key]
     found = memo[key] = []
-    if not module.parsed and not ("DataLoader" in module.text and "sampler" in module.text):
+    if not module.parsed and not _may_give_a_loader_a_sampler(module.text):
         return found  # no DataLoader(..., sampler=...) in it: not parsed for nothing
     for call in module.calls:
         if _last_name(call.func) != "DataLoader" or project.qualified(module, call.func) not in DATALOADERS:
@@ -278,6 +279,19 @@ def _rank_sharded_loaders(project: Project, module: Source, memo: dict) -> list:
                 continue
             found.append((module, call, keyword, built[0], built[1], sharding))
     return found
+
+
+# The calls looked for below are written `DataLoader(` (the last name is compared) with a `sampler=` or
+# `batch_sampler=` keyword (a comment may sit between the name and `=` inside the parentheses).
+_LOADER_CALL = re.compile(r"\bDataLoader\s*\(")
+_SAMPLER_KEYWORD = re.compile(r"\b(?:batch_)?sampler\s*(?:#[^\n]*\s*)*=(?!=)")
+
+
+def _may_give_a_loader_a_sampler(text: str) -> bool:
+    """A cheap test of a file's text before it is parsed for its DataLoader calls: false only when it has none
+    given a sampler by keyword."""
+    return "DataLoader" in text and "sampler" in text and _LOADER_CALL.search(text) is not None \
+        and _SAMPLER_KEYWORD.search(text) is not None
 
 
 def _construction(project: Project, source: Source, node: ast.AST, depth: int = 0):

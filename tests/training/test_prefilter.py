@@ -200,3 +200,21 @@ def test_composed_imports_are_the_parsed_ones(lines):
 def test_a_file_too_tangled_to_read_cheaply_is_parsed(text):
     """Past _MAX_SITES places or _MAX_NAMES names the prefilter stops reading and leaves the file to the parser."""
     assert "DS801" in prefilter.starts(text, False, steps=False, local=frozenset())
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(["DataLoader", "torch.utils.data.DataLoader", "DL", "Loader", "DataLoaderX"]),
+       gap=st.sampled_from(["", " ", "\n    "]), keyword=st.sampled_from(["sampler", "batch_sampler", "samplers",
+                                                                         "my_sampler", "shuffle"]),
+       between=st.sampled_from(["=", " = ", "  # see below\n    =", "\n    ="]),
+       first=st.sampled_from(["", "dataset, ", "dataset, batch_size=8, "]))
+def test_the_loader_text_test_passes_every_loader_given_a_sampler(name, gap, keyword, between, first):
+    """The text test before a module is parsed for DataLoader(..., sampler=...) (training/scripts.py) is false
+    only when the parsed module has no such call, whatever spaces, lines and comments the call is written with."""
+    from dsconfig.training.scripts import _may_give_a_loader_a_sampler
+    text = f"import torch\nloader = ({name}{gap}({first}{keyword}{between}s))\n"
+    tree = ast.parse(text)
+    has = any(isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
+                                                 getattr(node.func, "id", "")) == "DataLoader"
+              and any(k.arg in ("sampler", "batch_sampler") for k in node.keywords) for node in ast.walk(tree))
+    assert _may_give_a_loader_a_sampler(text) or not has, text
