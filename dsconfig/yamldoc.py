@@ -10,9 +10,9 @@ safe_load is PyYAML's pure-Python SafeLoader; libyaml's CSafeLoader is about ten
 but reads some texts differently (`0<TAB>` loads, `!` is '' instead of None, `{a?}` and `|#` load
 where safe_load fails, any nesting depth composes where safe_load hits RecursionError). So libyaml
 reads a text only when it stays inside a plain subset where the two agree (`_libyaml_agrees`: no
-tabs or control characters, tags, backslashes, block scalars or directives, no flow collections
-but `[]`, `{}` and lists of plain words, shallow nesting, short lines; tests/test_yamldoc_fast.py
-checks the agreement), and only when libyaml loads it without error: every error message comes
+tabs or control characters, tags, block scalars or directives, backslashes only as escapes of a
+double-quoted string, no flow collections but `[]`, `{}` and lists and mappings of plain words,
+shallow nesting, short lines; tests/test_yamldoc_fast.py checks the agreement), and only when libyaml loads it without error: every error message comes
 from the pure-Python loader.
 """
 
@@ -189,9 +189,14 @@ _FLOW = re.compile(
 # a quoted scalar without escapes, on one line: text to both loaders, whatever it holds
 _QUOTED = re.compile(r"\"[^\"\\\n]*\"|'[^'\n]*'")
 # the same, of printable ASCII only, a double-quoted one with the escapes both loaders decode alike (not `\'`,
-# which libyaml alone accepts, nor `\x`/`\u` codes): taken out before the character test (a tab or control
+# which libyaml alone accepts; a code both read as the same character, or libyaml refuses, a surrogate or one past
+# U+10FFFF, and then the pure-Python loader reads the file): taken out before the character test (a tab or control
 # character inside still meets it: `0'\t'` loads in libyaml only)
-_QUOTED_ASCII = re.compile(r"\"(?:[ !#-\[\]-~]|\\[\\\"/0abtnvfre N_LP])*\"|'[ -&(-~]*'")
+_QUOTED_ASCII = re.compile(r"\"(?:[ !#-\[\]-~]|\\[\\\"/0abtnvfre N_LP]|\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}"
+                           r"|\\U[0-9A-Fa-f]{8})*\"|'[ -&(-~]*'")
+# A bracket inside a plain scalar of block context (`megatron_gpt--{val_loss:.2f}-{step}`, `a]`): text to both
+# loaders; only one that opens a value (after `: `, `- `, at a line's start) starts a flow collection
+_GLUED_BRACKET = re.compile(r"(?<=[^\s\[\]{},:])[\[\]{}]")
 
 
 def _libyaml_agrees(text: str) -> bool:
@@ -225,6 +230,8 @@ def _libyaml_agrees(text: str) -> bool:
         text = _SIMPLE_FLOW.sub("x", text)
         if "[" in text or "{" in text or "]" in text or "}" in text:
             text = _FLOW.sub(r"\1x", _QUOTED.sub("w", text))
+        if "[" in text or "{" in text or "]" in text or "}" in text:
+            text = _GLUED_BRACKET.sub("", text)
         if "[" in text or "{" in text or "]" in text or "}" in text:
             return False
     lines = text.split("\n")

@@ -57,7 +57,7 @@ def test_corpus_yaml_reads_the_same():
 
 
 def test_the_subset_refuses_what_libyaml_reads_differently():
-    for text in ("a: 0\t\n", "a: !!str 1\n", "a: !x 1\n", "%YAML 1.1\n---\na: 1\n", "a: \"\\x41\"\n",
+    for text in ("a: 0\t\n", "a: !!str 1\n", "a: !x 1\n", "%YAML 1.1\n---\na: 1\n", "a: \"\\xZZ\"\n",
                  "\ufeffa: 1\n", "a: \x85\n", "a: " + "[" * 200 + "]" * 200 + "\n", "- " * 200 + "a\n",
                  "k" * 1100 + ": 1\n", "{a?}\n", "a: |#\n", "a: >\n  b\n", "a: [b, {c: d}]\n",
                  "a: \"\\'\"\n", "a:\n  |\n  b\n", "- >-\n  b\n", "a: [b,\n  c: d]\n", "a: {b:c}\n"):
@@ -71,7 +71,9 @@ def test_the_subset_takes_the_shapes_of_real_training_yamls():
                  "model:\n  d_model: 256\n  inner_size: ${multiply:${model.d_model}, 4}\n",
                  'freeze:\n  - "^llm\\\\..+$"  # LLM\n  - "^perception\\\\.encoder\\\\..+$"\n',
                  'prompt: "Q: {context}\\nA: {answer}"\n', "data:\n  split_sample: <file_sep>\n  prefix: <fim_prefix>\n",
-                 "sizes: {train: 1,\n  val: 2,\n}\n", "- [a,\nb]\n"):
+                 "sizes: {train: 1,\n  val: 2,\n}\n", "- [a,\nb]\n",
+                 "checkpoint:\n  filename: megatron_gpt--{val_loss:.2f}-{step}-{consumed_samples}\n",
+                 'tokens:\n  system_turn_start: "\\x00"\n  label_start: "\\x12"\n  rare: "\\U0002B5AF"\n'):
         assert _libyaml_agrees(text), text
         assert _same_reading(text)
 
@@ -136,7 +138,8 @@ def test_dumped_values_read_the_same(value, flow, width):
                                        ": [[a, 1], [b]]", "- [ 1, -2.5 ]", ": ${a:b, c}", "${a}", ": ${x,y}",
                                        ": &l [a,\n  b,\n", "\n  ]", ",\n", ": {a: 1,\n b: 2}", "<x>", "a|b", " |",
                                        '"\\\\d"', '"\\n\\t"', '"\\/\\e\\N"', '"\\\'"', '"\\x41"', "${m:${a.b}, 4}",
-                                       ": [a, b, ]", ", ]", "*l"]),
+                                       ": [a, b, ]", ", ]", "*l", '"\\uD800"', '"\\U0002B5AF"', '"\\U00110000"',
+                                       '"\\x0"', "a{b}", "x]", "{v:.2f}", "-{s}", "a[0]", "}]"]),
                       max_size=80))
 def test_character_soup_reads_the_same(pieces):
     _same_reading("".join(pieces))

@@ -204,7 +204,11 @@ def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, 
 
 def _loaders_reached(project: Project, source: Source, memo: dict) -> list:
     """The rank-sharded DataLoaders of the script and of the project files it imports, transitively."""
-    return [found for module in _imported(project, source, memo) for found in _rank_sharded_loaders(project, module, memo)]
+    modules, complete = _imported(project, source, memo)
+    found = [loader for module in modules for loader in _rank_sharded_loaders(project, module, memo)]
+    if not found and complete:  # nothing below any of these: the next script's walk stops at them
+        memo.setdefault(_BARREN, set()).update(module.real for module in modules)
+    return found
 
 
 def _shards_its_loaders(trainer: ast.Call) -> bool:
@@ -226,16 +230,26 @@ def _shards_its_loaders(trainer: ast.Call) -> bool:
     return not single or many_nodes
 
 
-def _imported(project: Project, source: Source, memo: dict) -> list[Source]:
-    """The script and the project files it imports, transitively."""
+# memo key: the files whose imports, transitively, hold no rank-sharded DataLoader (found by an earlier walk). In a
+# big tree a hundred Lightning scripts import the same packages: each file is walked through once, not once a script.
+_BARREN = "barren"
+
+
+def _imported(project: Project, source: Source, memo: dict) -> tuple[list[Source], bool]:
+    """The script and the project files it imports, transitively (those known to reach no rank-sharded DataLoader
+    left out: no file reached through one can hold one), and whether the walk was complete (not cut at
+    _MAX_IMPORTED)."""
+    barren = memo.get(_BARREN, ())
+    if source.real in barren:
+        return [], True
     seen = {source.real: source}
     queue = [source]
     while queue and len(seen) < _MAX_IMPORTED:
         for found in _direct_imports(project, queue.pop(), memo):
-            if found.real not in seen:
+            if found.real not in seen and found.real not in barren:
                 seen[found.real] = found
                 queue.append(found)
-    return list(seen.values())
+    return list(seen.values()), not queue
 
 
 def _direct_imports(project: Project, source: Source, memo: dict) -> list[Source]:
