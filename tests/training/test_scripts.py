@@ -140,6 +140,16 @@ def test_only_the_trainers_own_imports_count(tmp_path):
     assert codes(run(tmp_path, files)) == []
 
 
+@pytest.mark.parametrize("first", ["a_eval.py", "z_eval.py"])
+def test_a_file_walked_for_another_script_still_leads_to_the_loader(tmp_path, first):
+    """A script whose imports reach no sharded loader marks what it walked as reaching none; a script linted before
+    or after it that reaches the loader through one of those same packages is still reported."""
+    files = {**fx.semantic_project(), "AR/__init__.py": "from AR import data\n",
+             first: "import lightning as L\nimport AR\n\n\ndef main(model):\n    L.Trainer(devices=4).fit(model)\n"}
+    result = run(tmp_path, files)
+    assert [(f.code, f.file) for f in result.findings if f.code == "DS800"] == [("DS800", "./s1_train.py")]
+
+
 def test_an_import_outside_the_linted_tree_is_never_read(tmp_path):
     fx.write(tmp_path, {"data_module.py": fx.DATA_MODULE, "text/data_utils.py": fx.BUCKET_SAMPLER + fx.COLLATE})
     files = {"train.py": fx.train_script()}
