@@ -164,11 +164,10 @@ class YamlDocument(LoadedDocument):
 # differently), and the characters that start tags, escapes and directives; `|` and `>` where they may start
 # a block scalar (`|#` loads in libyaml only): at a line's start or after a blank. Inside a plain scalar
 # (`<file_sep>`, `a|b`) both loaders read them as text.
-_OUTSIDE_PLAIN_SUBSET = re.compile(
-    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\]|(?:^|[ \t])[|>]|^%",
-    re.MULTILINE)
+# (Tested piece by piece in `_outside_plain_subset`: one alternation tried at every offset is slower.)
+_OUTSIDE_CHARACTERS = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_BLOCK_SCALAR = re.compile(r"(?:^|[ \t])[|>]", re.MULTILINE)
 _INDENT = re.compile(r"^ *", re.MULTILINE)
-_COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
 _INTERPOLATION = re.compile(r"(?<=[\w$.:/ -])\$\{[\w.:/-]*\}|(?<=: )\$\{[\w.:/-]*\}"
                            r"|(?<=: )\$\{[\w.:/-]*(?:,[ \t]*[\w.:/-]+)+\}(?=[ \t]*$)", re.MULTILINE)  # ${oc.env:A, b}
 _SIMPLE_FLOW = re.compile(r"(?<=: )(?:\[\]|\{\}|\[[\w.+/-]+(?:, [\w.+/-]+)*\])(?= *(?:#.*)?$)", re.MULTILINE)
@@ -199,6 +198,29 @@ _QUOTED_ASCII = re.compile(r"\"(?:[ !#-\[\]-~]|\\[\\\"/0abtnvfre N_LP]|\\x[0-9A-
 _GLUED_BRACKET = re.compile(r"(?<=[^\s\[\]{},:])[\[\]{}]")
 
 
+def _outside_plain_subset(text: str) -> bool:
+    """Whether the text holds a character, tag, backslash, block scalar or directive outside the plain subset."""
+    if "!" in text or "\\" in text or text.startswith("%") or "\n%" in text:
+        return True
+    if ("|" in text or ">" in text) and _BLOCK_SCALAR.search(text):
+        return True
+    return _OUTSIDE_CHARACTERS.search(text) is not None
+
+
+def _without_comments(text: str) -> str:
+    """Each line cut at its first `#` that starts a comment: at the line's start or after a space or tab."""
+    if "#" not in text:
+        return text
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        at = line.find("#")
+        while at > 0 and line[at - 1] not in " \t":
+            at = line.find("#", at + 1)
+        if at >= 0:
+            lines[number] = line[:at]
+    return "\n".join(lines)
+
+
 def _libyaml_agrees(text: str) -> bool:
     """Whether the text lies in the subset where libyaml and safe_load read the same nodes
     (marks count characters in both).
@@ -212,8 +234,7 @@ def _libyaml_agrees(text: str) -> bool:
     # comments are skipped alike by both (a `#` after a space or at a line start; in a quoted string the cut
     # only hides characters from this test, never adds any); OmegaConf's `${a.b}` inside a plain scalar is text,
     # also nested (`${multiply:${model.d_model}, 4}`: the inner one first)
-    if "#" in text:
-        text = _COMMENT.sub("", text)
+    text = _without_comments(text)
     for _ in range(4):
         if "${" not in text:
             break
@@ -222,7 +243,7 @@ def _libyaml_agrees(text: str) -> bool:
             break
     if "'" in text or '"' in text:  # a one-line quoted scalar of printable ASCII is text to both, `|>!` included
         text = _QUOTED_ASCII.sub("w", text)
-    if _OUTSIDE_PLAIN_SUBSET.search(text):
+    if _outside_plain_subset(text):
         return False
     if "[" in text or "{" in text:
         # flow collections differ in corners (`{a?}` loads in libyaml only); `[]`, `{}`, lists of plain

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dsconfig.yamldoc import YamlDocument, _libyaml_agrees
+from dsconfig.yamldoc import YamlDocument, _libyaml_agrees, _outside_plain_subset, _without_comments
 from tests.conftest import corpus_files
 from tests.fuzz_targets import mutate, seeds
 
@@ -143,3 +144,17 @@ def test_dumped_values_read_the_same(value, flow, width):
                       max_size=80))
 def test_character_soup_reads_the_same(pieces):
     _same_reading("".join(pieces))
+
+
+# The two tests of the subset as single patterns (slower: one alternation tried at every offset); the functions that
+# replaced them must agree with them on any text.
+_COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
+_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\]|(?:^|[ \t])[|>]|^%",
+                      re.MULTILINE)
+
+
+@SETTINGS
+@given(text=st.text(alphabet=st.sampled_from(list("ab #\t\n\r!\\|>%:-\x00\x85\ufeff\ud800é")), max_size=60))
+def test_the_piecewise_subset_tests_are_the_patterns(text):
+    assert _without_comments(text) == _COMMENT.sub("", text)
+    assert _outside_plain_subset(text) == bool(_OUTSIDE.search(text))
