@@ -148,14 +148,20 @@ def _pinned(start: str | None) -> Choice | None:
 
 
 def project_pin(start: str | None, package: str = "deepspeed") -> Pin | None:
-    """The project's pin of `package`: in the nearest folder holding one, from `start` up to the project root, the
-    strongest (locked, then constrained, then a bare name; the first file of pinfiles.READERS among equals)."""
+    """The project's pin of `package`: of the nearest folder's pins (project_pins), the strongest (locked, then
+    constrained, then a bare name; the first file of pinfiles.READERS among equals)."""
+    pins = project_pins(start, package)
+    return min(pins, key=lambda pin: pin.rank) if pins else None  # min keeps the first of equal rank
+
+
+def project_pins(start: str | None, package: str) -> list[Pin]:
+    """Every pin of `package` in the nearest folder holding one, from `start` up to the project root."""
     from ..boundary import folders_up_to_ceiling
     for folder in folders_up_to_ceiling(start):
         pins = pins_in(folder, package=package)
         if pins:
-            return min(pins, key=lambda pin: pin.rank)  # min keeps the first of equal rank
-    return None
+            return pins
+    return []
 
 
 def _resolve(pin: Pin) -> Choice:

@@ -65,16 +65,18 @@ REPLAYED_MAJOR = 5
 
 
 def other_transformers(start: str | None) -> str | None:
-    """The project's transformers pin, as shown ("transformers==4.46.0 in requirements.txt:3"), when it allows no
-    release this replay models; None when it allows one, or the project pins none (the installed transformers is
-    not asked: dsconfig's environment is often not the project's)."""
+    """The project's transformers pin, as shown ("transformers==4.46.0 in requirements.txt:3"), when every pin of
+    the nearest folder holding one allows no release this replay models (LLaMA-Factory's pyproject.toml allows 5.x
+    while a requirements file of one optional model pins 4.57: the replay applies); None when one allows such a
+    release, or the project pins none (the installed transformers is not asked: dsconfig's environment is often not
+    the project's)."""
     from ..deepspeed import specifiers
-    from ..deepspeed.pins import project_pin
-    pin = project_pin(start, "transformers")
-    if pin is None or specifiers.is_url(pin.spec):
+    from ..deepspeed.pins import project_pins
+    pins = project_pins(start, "transformers")
+    if not pins or any(specifiers.is_url(pin.spec) or any(
+            specifiers.allows(pin.constraint, f"{REPLAYED_MAJOR}.{minor}.0") for minor in range(100)) for pin in pins):
         return None
-    if any(specifiers.allows(pin.constraint, f"{REPLAYED_MAJOR}.{minor}.0") for minor in range(100)):
-        return None
+    pin = min(pins, key=lambda pin: pin.rank)
     return f"{pin.spec} in {pin.file}:{pin.line}"
 
 

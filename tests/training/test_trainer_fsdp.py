@@ -159,3 +159,16 @@ def test_a_project_on_transformers_4_gets_no_transformers_5_findings(tmp_path, p
     write(tmp_path, "args.json", {"output_dir": "out", "fsdp": True, "gradient_checkpointing": True})
     _, found = lint("accelerate_config.yaml", "--training-args", "args.json", cwd=tmp_path)
     assert bool({f["code"] for f in found} & {"ACC045", "ACC049"}) == replayed
+
+
+def test_one_pin_allowing_transformers_5_keeps_the_checks(tmp_path):
+    """LLaMA-Factory's shape: pyproject.toml allows transformers 5.x, requirements/moss-vl.txt pins 4.57 for one
+    optional model. The project may well run 5.x: the Trainer checks apply (ACC049 here), no ACC050."""
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\ndependencies = ["transformers>=4.55.0,<=5.8.0"]\n')
+    write(tmp_path, "requirements/moss-vl.txt", "transformers==4.57.1\n")
+    write(tmp_path, "train.yaml", "output_dir: out\nfsdp: [full_shard, auto_wrap]\n")
+    _, found = lint("train.yaml", "--show-info", cwd=tmp_path)
+    assert {f["code"] for f in found} == {"ACC049"}
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\ndependencies = ["transformers>=4.55.0,<5"]\n')
+    _, found = lint("train.yaml", "--show-info", cwd=tmp_path)
+    assert {f["code"] for f in found} == {"ACC050"}
