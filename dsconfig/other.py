@@ -62,8 +62,9 @@ def _trainer_fsdp(doc, value: dict, options) -> list[Finding]:
             return []
         from .pointers import pointer_join
         from .rules.trainer_fsdp import TRAINER_RELEASE_NOT_REPLAYED
+        major = trainer_args.REPLAYED_MAJOR
         return [Finding(TRAINER_RELEASE_NOT_REPLAYED, f"the project pins {pinned}: dsconfig checks the Trainer's FSDP "
-                        f"settings as transformers {trainer_args.REPLAYED_MAJOR}.x reads them (FSDP2 by default, `fsdp` "
-                        "strings deprecated), which this pin rules out; not checked", pointer_join("", fsdp))]
+                        f"settings as transformers {major}.x reads them (FSDP2 by default, `fsdp` strings "
+                        "deprecated), which this pin rules out; not checked", pointer_join("", fsdp))]
     boundary = options.boundary or Boundary.of([doc.path])
     return trainer_args.replay(value, read_config=trainer_args.read_config_file(boundary, doc.path)).findings

@@ -12,8 +12,8 @@ where safe_load fails, any nesting depth composes where safe_load hits Recursion
 reads a text only when it stays inside a plain subset where the two agree (`_libyaml_agrees`: no
 tabs or control characters, tags, block scalars or directives, backslashes only as escapes of a
 double-quoted string, no flow collections but `[]`, `{}` and lists and mappings of plain words,
-shallow nesting, short lines; tests/test_yamldoc_fast.py checks the agreement), and only when libyaml loads it without error: every error message comes
-from the pure-Python loader.
+shallow nesting, short lines; tests/test_yamldoc_fast.py checks the agreement), and only when
+libyaml loads it without error: every error message comes from the pure-Python loader.
 """
 
 from __future__ import annotations

@@ -149,8 +149,8 @@ def test_character_soup_reads_the_same(pieces):
 # The two tests of the subset as single patterns (slower: one alternation tried at every offset); the functions that
 # replaced them must agree with them on any text.
 _COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[^\n]*", re.MULTILINE)
-_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[!\\\\]|(?:^|[ \t])[|>]|^%",
-                      re.MULTILINE)
+_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+                      "|[!\\\\]|(?:^|[ \t])[|>]|^%", re.MULTILINE)
 
 
 @SETTINGS
