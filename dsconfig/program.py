@@ -22,6 +22,10 @@ def guarded(action, usage_context=None) -> None:
         echo("Aborted!", err=True)
         sys.exit(1)
     except Exception as error:  # noqa: BLE001 - any bug: one line, and a report asked for
+        import errno
+        if isinstance(error, OSError) and error.errno == errno.EPIPE:  # outside click, as click.main says it: the
+            sys.stdout, sys.stderr = _Pacified(sys.stdout), _Pacified(sys.stderr)  # reader left (`--diff | head`)
+            sys.exit(1)
         click = sys.modules.get("click")  # a click error means click was imported
         if click is not None and isinstance(error, click.ClickException):
             if isinstance(error, click.UsageError) and error.ctx is None and usage_context is not None:
@@ -41,3 +45,20 @@ def guarded(action, usage_context=None) -> None:
             pass
         sys.exit(2)
     sys.exit(result if isinstance(result, int) else 0)
+
+
+class _Pacified:
+    """A stream whose flush ignores a broken pipe: the interpreter flushes stdout and stderr as it exits, and the
+    reader is gone (click's _PacifyFlushWrapper)."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except BrokenPipeError:
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self.wrapped, name)

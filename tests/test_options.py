@@ -88,3 +88,22 @@ def test_a_run_without_click_prints_what_click_prints(args, tmp_path):
     with_click = _run(f"import sys; sys.argv = {argv!r}\nfrom dsconfig.commands.group import cli, run\n"
                       "run(cli, 'dsconfig')", tmp_path)
     assert fast == with_click
+
+
+def test_a_reader_that_leaves_ends_both_runs_alike(tmp_path):
+    """`dsconfig lint --diff . | head -c 10` over a long diff: click ends the run with status 1 and nothing on
+    stderr when the pipe breaks, and so does the run without click (not an internal error)."""
+    for index in range(400):
+        (tmp_path / f"ds_config_{index}.json").write_text('{"train_batch_size": 8.0, "train_micro_batch_size_per_gpu": 8.0}')
+    argv = ["dsconfig", "lint", "--diff", "."]
+    ends = []
+    for code in (f"import sys; sys.argv = {argv!r}\nfrom dsconfig.cli import main\nmain()",
+                 f"import sys; sys.argv = {argv!r}\nfrom dsconfig.commands.group import cli, run\nrun(cli, 'dsconfig')"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "DSCONFIG_NO_CACHE": "1"}
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   cwd=tmp_path, env=env)
+        process.stdout.read(10)
+        process.stdout.close()
+        ends.append((process.wait(), process.stderr.read()))
+        process.stderr.close()
+    assert ends[0] == ends[1] == (1, b"")
