@@ -150,8 +150,12 @@ def _pinned(start: str | None) -> Choice | None:
 def project_pin(start: str | None, package: str = "deepspeed") -> Pin | None:
     """The project's pin of `package`: of the nearest folder's pins (project_pins), the strongest (locked, then
     constrained, then a bare name; the first file of pinfiles.READERS among equals)."""
-    pins = project_pins(start, package)
-    return min(pins, key=lambda pin: pin.rank) if pins else None  # min keeps the first of equal rank
+    return strongest(project_pins(start, package))
+
+
+def strongest(pins: list[Pin]) -> Pin | None:
+    """Locked beats constrained beats a bare name; among equals the first (min keeps the first of equal rank)."""
+    return min(pins, key=lambda pin: pin.rank) if pins else None
 
 
 def project_pins(start: str | None, package: str) -> list[Pin]:

@@ -71,12 +71,12 @@ def other_transformers(start: str | None) -> str | None:
     release, or the project pins none (the installed transformers is not asked: dsconfig's environment is often not
     the project's)."""
     from ..deepspeed import specifiers
-    from ..deepspeed.pins import project_pins
+    from ..deepspeed.pins import project_pins, strongest
     pins = project_pins(start, "transformers")
     if not pins or any(specifiers.is_url(pin.spec) or any(
             specifiers.allows(pin.constraint, f"{REPLAYED_MAJOR}.{minor}.0") for minor in range(100)) for pin in pins):
         return None
-    pin = min(pins, key=lambda pin: pin.rank)
+    pin = strongest(pins)
     return f"{pin.spec} in {pin.file}:{pin.line}"
 
 
