@@ -14,13 +14,18 @@ import sys
 
 def main() -> None:
     args = sys.argv[1:]
+    launch: tuple[str, ...] = ()
+    if args[:1] == ["lint"] and "--" in args:
+        # `dsconfig lint [OPTIONS] -- deepspeed --num_gpus 4 train.py ...`: the launch about to run
+        split = args.index("--")
+        args, launch = args[:split], tuple(args[split + 1:])
     if args[:1] == ["lint"]:
-        _lint_without_click(args[1:])  # returns when click must read the command line
+        _lint_without_click(args[1:], launch)  # returns when click must read the command line
     from .commands.group import cli, run
-    run(cli, "dsconfig")
+    run(cli, "dsconfig", args, {"launch_command": launch})
 
 
-def _lint_without_click(args: list[str]) -> None:
+def _lint_without_click(args: list[str], launch: tuple[str, ...] = ()) -> None:
     from . import terminal
     if not terminal.plain_text_streams():
         return
@@ -29,6 +34,7 @@ def _lint_without_click(args: list[str]) -> None:
     params = parse(PATHS, OPTIONS, args, "dsconfig")
     if params is None:
         return
+    params["launch_command"] = launch
     from .commands.lint import run
     from .program import guarded
     guarded(lambda: run(params), usage_context=lambda: _lint_context(args))

@@ -20,6 +20,7 @@ from .boundary import Boundary, inside, observe, repository_root, special, under
 from .document import DictDocument, Document, JsonDocument
 from .files import os_reason
 from .findings import Finding
+from .launch import LAUNCH_SUFFIXES
 from .phases import LOAD, SILENT
 from .rules.files import (
     FILE_TOO_LARGE,
@@ -29,11 +30,11 @@ from .rules.files import (
     REFERENCE_NOT_FOLLOWED,
     UNREADABLE_FILE,
 )
-from .targets import Target
+from .targets import HF_TRAINER, Target
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
 SCRIPT_SUFFIX = ".py"  # training scripts, read statically (dsconfig.training.scripts)
-LINTED_SUFFIXES = CONFIG_SUFFIXES + (SCRIPT_SUFFIX,)
+LINTED_SUFFIXES = CONFIG_SUFFIXES + (SCRIPT_SUFFIX,) + LAUNCH_SUFFIXES
 # A run over more files than this keeps each file's text but not its parse tree (Document.release: read again
 # when needed), so memory follows the findings rather than the tree; a smaller one parses each file once.
 KEEP_PARSED = 200
@@ -50,6 +51,7 @@ class Options(NamedTuple):
     gpus: int | None = None  # --gpus (per machine) and --nodes, when given: Accelerate's num_processes is the total
     nodes: int | None = None
     training_args: dict | None = None  # --training-args: TrainingArguments values for the HF Trainer checks
+    launch_links: tuple = ()  # `lint -- COMMAND`: the configs that command hands to training (launch.project.Link)
     dataset_size: int | None = None  # --dataset-size: adds the steps-per-epoch table
     # Text to lint instead of a file's bytes on disk, by real path: stdin, and `--fix` between passes.
     sources: dict | None = None
@@ -451,8 +453,9 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
     checked_early: dict[str, list[Finding] | InternalError] = {}
     used: set[str] = set()  # the run options some check used (for DS010 about the whole run)
     scripts = [path for path in files if path.endswith(SCRIPT_SUFFIX) and options.kind is None]
+    launch_scripts = [path for path in files if path.endswith(LAUNCH_SUFFIXES) and options.kind is None]
     for path in files:
-        if path.endswith(SCRIPT_SUFFIX) and options.kind is None:
+        if path.endswith((SCRIPT_SUFFIX,) + LAUNCH_SUFFIXES) and options.kind is None:
             continue
         real = os.path.realpath(path)
         if real in spelled:
@@ -507,9 +510,35 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
 
     launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
     launches = () if options.world_sizes else pairs.launches(docs.values())
+    linked = _launch_links(launch_scripts, options, boundary or Boundary.of(spelled), crashed) if launch_scripts else {}
+    for link in options.launch_links:
+        linked.setdefault(link.config, []).append(link)
+    for real, links in linked.items():  # a config a named launch script hands over, beside it: read it too
+        if real in docs or real in paired:
+            continue
+        launch_file = links[0].launch.file
+        if not launch_file or launch_file in options.found:
+            continue  # a walk left it out (excluded, ignored): so does the launch
+        shown = os.path.relpath(real) if inside(real, os.path.realpath(os.getcwd())) else real
+        try:
+            with budget.per_file():
+                doc, unreadable = read_document(shown, options, beside=os.path.dirname(os.path.realpath(launch_file)),
+                                                real=real)
+        except (Exception, budget.Overrun) as error:
+            crashed.append(InternalError(real, error))
+            continue
+        findings.extend(unreadable)
+        if doc is not None and doc.kind == "deepspeed":
+            docs[real] = doc
     for real, doc in docs.items():
         if real not in paired:  # a paired JSON is linted below, in its pair's context
             found = checked_early.pop(real, None) if options is asked else None
+            if real in linked and doc.kind == "deepspeed":
+                try:
+                    with budget.per_file():
+                        found = _lint_launched(doc, linked[real], options, found)
+                except budget.Overrun as error:
+                    found = InternalError(doc.path, error)
             if found is None:
                 try:
                     with budget.per_file():
@@ -641,6 +670,110 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     documents = {source.path: pysource.ScriptDocument(source.path, source.text) for source in read.all_sources()
                  if source.path in reported}
     return findings, documents, result
+
+
+def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: list) -> dict[str, list]:
+    """Config real path -> the launches (dsconfig.launch.project.Link) that hand it to training."""
+    from .files import FileError, TooLarge
+    from .launch import project
+    texts: dict[tuple, str | None] = {}
+
+    def reader(beside: str | None):
+        def read_text(path: str) -> str | None:  # an entry script or a module it imports, for Trainer marks
+            if (path, beside) not in texts:
+                try:
+                    texts[path, beside] = decode(read_bytes(path, project._MAX_SCRIPT, beside=beside, real=path))
+                except (FileError, TooLarge, UsageError, UnicodeDecodeError):
+                    texts[path, beside] = None
+            return texts[path, beside]
+        return read_text
+
+    linked: dict[str, list] = {}
+    for path in paths:
+        # a script named on the command line leads to the files of its own folder, as a YAML to its JSON
+        folder = None if path in options.found else os.path.dirname(os.path.realpath(path))
+        admitted = roots if folder is None else roots + Boundary.of([folder])
+        read_text = reader(folder)
+        try:
+            with budget.per_file():
+                data = read_bytes(path, options.max_bytes)
+                if not project.worth_reading(data):
+                    continue
+                for launch in project.launches(path, decode(data)):
+                    for link in project.link(launch, admitted, read_text):
+                        linked.setdefault(link.config, []).append(link)
+        except (FileError, TooLarge, UsageError, UnicodeDecodeError):
+            continue  # a launch script that cannot be read links nothing; it is no config to report on
+        except (Exception, budget.Overrun) as error:  # reading this script crashed: dsconfig's bug, reported
+            crashed.append(InternalError(path, error))
+    return linked
+
+
+def _lint_launched(doc: Document, links: list, options: Options, standalone) -> list[Finding] | InternalError:
+    """A DeepSpeed config checked in the context of each launch that hands it to training: at that launch's
+    world size, for its program, with its TrainingArguments flags. What no launch changes is reported once
+    as it stands; what a launch makes appear says which launch (message and related location)."""
+    contexts: dict[tuple, list] = {}
+    for link in links:
+        launch = link.launch
+        args = _launch_training_args(link)
+        if launch.world_size is None and args is None:
+            continue
+        key = (launch.world_size, repr(sorted(args.items())) if args is not None else None, link.trainer)
+        contexts.setdefault(key, []).append((link, args))
+    if not contexts:
+        return standalone if standalone is not None else _checked(doc, options)
+    base = standalone if standalone is not None else _checked(doc, options)
+    if isinstance(base, InternalError):
+        return base
+    results = []
+    for (world, _, trainer), group in contexts.items():
+        link, args = group[0]
+        context = options._replace(world_sizes=(world,) if world else options.world_sizes,
+                                   training_args=args if args is not None else options.training_args,
+                                   target=options.target or (HF_TRAINER if trainer else None))
+        found = _checked(doc, context)
+        if isinstance(found, InternalError):
+            return found
+        results.append(([item for item, _ in group], found))
+    every = set.intersection(*({_same(f) for f in found} for _, found in results))
+    out = [f for f in base if _same(f) in every]
+    shown = {_same(f) for f in out}
+    for group, found in results:
+        for finding in found:
+            key = _same(finding)
+            if key in shown:
+                continue
+            shown.add(key)
+            if key not in every or key not in {_same(f) for f in base}:
+                _cite_launch(finding, group)
+            out.append(finding)
+    return out
+
+
+def _same(finding: Finding) -> tuple:
+    return finding.code, finding.pointer, finding.message, finding.world_size
+
+
+def _launch_training_args(link) -> dict | None:
+    """The TrainingArguments a Trainer launch's flags give, or None when they are not all known (a value the
+    script does not determine, words that may hold any flag, a field its code sets): the Trainer's defaults
+    would stand in for them."""
+    flags = link.flags
+    if not link.trainer or flags is None or flags.unknown or flags.uncertain or flags.errors:
+        return None
+    from .deepspeed.trainer import REPLAYED_FIELDS
+    if (link.changed & REPLAYED_FIELDS) - set(flags.values):
+        return None  # a field the scripts set or re-default, which no flag gives: the Trainer's default is not it
+    return dict(flags.values)
+
+
+def _cite_launch(finding: Finding, group: list) -> None:
+    launch = group[0].launch
+    more = f" and {len(group) - 1} more" if len(group) > 1 else ""
+    finding.message += f" (launched by {launch.where()}{more} on {launch.size_words()})"
+    if launch.file:  # not the command line of `lint -- COMMAND`
+        finding.related = (*(finding.related or ()), (launch.file, launch.line, launch.column, "the launch"))
 
 
 def _launched_by(launches, path: str, options: Options) -> Options:

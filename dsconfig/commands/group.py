@@ -58,7 +58,9 @@ def cli():
     """Lint and generate DeepSpeed (ds_config.json) and Hugging Face Accelerate configs."""
 
 
-def run(command: click.Command, prog_name: str) -> None:
-    """Run `command` as a program (dsconfig.program.guarded: click's errors escaped, any other one line)."""
+def run(command: click.Command, prog_name: str, args: list[str] | None = None, obj: dict | None = None) -> None:
+    """Run `command` as a program (dsconfig.program.guarded: click's errors escaped, any other one line).
+    `args`: the command line (sys.argv's by default); `obj`: what the commands find in their context's obj
+    (`lint` the launch command given after `--`)."""
     from ..program import guarded
-    guarded(lambda: command.main(prog_name=prog_name, standalone_mode=False))
+    guarded(lambda: command.main(args=args, prog_name=prog_name, standalone_mode=False, obj=obj))

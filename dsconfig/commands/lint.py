@@ -141,7 +141,12 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
          batchnorm, model, batch_keys,
          output_format, output_file, force, color,
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
-         show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename, no_cache):
+         show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename, no_cache,
+         launch_command=()):
+    links = ()
+    if launch_command:
+        links = _command_links(launch_command)
+        paths = paths or tuple(dict.fromkeys(os.path.relpath(link.config) for link in links))
     paths = paths or (".",)
     from .. import boundary
     # What this run may read: the paths and files the command line names, and --allow-read (never what a
@@ -170,7 +175,7 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
     inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
                       max_file_size, stdin_filename, allow_read)
     inputs = inputs._replace(options=_training_options(inputs.options, selection.settings, framework, batchnorm,
-                                                       batch_keys))
+                                                       batch_keys)._replace(launch_links=links))
     if model is not None:
         inputs = inputs._replace(options=inputs.options._replace(model=_model_layers(model)))
     release = choose_release(deepspeed_version, selection.settings, inputs.paths)
@@ -204,6 +209,37 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
     status = 0 if exit_zero else 1 if report.failing(outcome.findings, selection.fail_on) or unwritten else 0
     cache.store(status)
     sys.exit(status)
+
+
+def _command_links(words: tuple[str, ...]) -> tuple:
+    """The configs the launch command after `--` hands to training, each with its launch (paths from here)."""
+    from ..boundary import Boundary
+    from ..launch import launchers, project, shell
+    environment = {name: value for name, value in os.environ.items()
+                   if name == "CUDA_VISIBLE_DEVICES" or name.startswith("PET_")}
+    command = shell.Command(0, 0, tuple(words), environment, " ".join(words))
+    launch = launchers.find(command, "")
+    if launch is None:
+        raise _usage_error(f"`{escape.characters(' '.join(words))}` after -- is no launch dsconfig reads: give a "
+                           "deepspeed, torchrun, python -m torch.distributed.run, accelerate launch or python "
+                           "command")
+    from .. import boundary
+    boundary.admit([word for word in words if isinstance(word, str) and os.path.isfile(word)])
+    links = project.link(launch, Boundary.of([os.getcwd()]), _read_script)
+    if not links:
+        raise _usage_error("the launch after -- names no DeepSpeed config found here (--deepspeed FILE or "
+                           "--deepspeed_config FILE, relative to this folder)")
+    return tuple(links)
+
+
+def _read_script(path: str) -> str | None:
+    """An entry script (or a module it imports) the launch after `--` runs, for its Trainer marks."""
+    from .. import engine
+    from ..files import FileError, TooLarge
+    try:
+        return engine.decode(engine.read_bytes(path, 2_000_000))
+    except (FileError, TooLarge, engine.UsageError, UnicodeDecodeError):
+        return None
 
 
 def _replay_or_record(params: dict) -> None:

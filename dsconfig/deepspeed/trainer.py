@@ -91,6 +91,8 @@ _NUMBER_KEYS = ("learning_rate", "adam_beta1", "adam_beta2", "adam_epsilon", "we
                 "warmup_steps", "num_train_epochs")
 _BOOL_KEYS = ("fp16", "bf16", "fp16_full_eval", "bf16_full_eval", "auto_find_batch_size", "save_on_each_node",
               "dataloader_drop_last")
+# The TrainingArguments fields the replay reads (the rest do not change what the Trainer does to the config)
+REPLAYED_FIELDS = frozenset(_INT_KEYS + _NUMBER_KEYS + _BOOL_KEYS)
 
 MISMATCH_HEAD = "Please correct the following DeepSpeed config values that mismatch TrainingArguments values:"
 

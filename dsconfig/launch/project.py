@@ -1,0 +1,162 @@
+"""A project's launches linked to the DeepSpeed configs they hand to training.
+
+A launch script (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`) is read when its bytes name a launcher; each
+launch in it that names a DeepSpeed config (`--deepspeed ds.json` for the HF Trainer, `--deepspeed_config
+ds.json` for deepspeed.initialize's argument parser) links the config to that launch's world size and, when
+the entry script is an HF Trainer script, to the TrainingArguments its flags give.
+
+Paths in a launch are relative to the folder it runs from, which the script does not say: the script's
+folder, then each folder above it up to the root linted, the first that holds the file (scripts in
+`scripts/` are usually run from the project root). A path that resolves nowhere links nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, NamedTuple
+
+from ..boundary import Boundary
+from . import argv, launchers, shell, slurm, trainer_flags
+from .launchers import Launch
+
+_LAUNCHER_BYTES = re.compile(rb"deepspeed|torchrun|torch\.distributed|accelerate")
+# What marks an HF Trainer script: its arguments are TrainingArguments (or TRL's configs built on them), and
+# it builds a Trainer (HfArgumentParser alone parses any dataclass; a custom loop calls deepspeed.initialize)
+_ARGUMENT_MARKS = re.compile(r"\b(\w*TrainingArguments|TrlParser|SFTConfig|DPOConfig|GRPOConfig|KTOConfig|"
+                             r"ORPOConfig|RewardConfig|PPOConfig|CPOConfig)\b")
+_TRAINER_CALL = re.compile(r"\b\w*Trainer\s*\(")
+_PARSER = re.compile(r"\b(HfArgumentParser|TrlParser)\b")
+# A field set after parsing (`training_args.gradient_accumulation_steps = ...`) or given another default by a
+# subclass (`per_device_train_batch_size: int = field(default=4)`): its flag alone does not decide it
+_SET = re.compile(r"\.(\w+)\s*=(?!=)|setattr\(\s*\w+\s*,\s*[\"'](\w+)|^[ \t]+(\w+)\s*:[^=\n]*=", re.M)
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
+_MAX_SCRIPT = 2_000_000  # an entry script larger than this is not read for Trainer marks
+
+
+class Link(NamedTuple):
+    launch: Launch
+    config: str  # the config's real path
+    written: str  # the path as the launch writes it
+    trainer: bool  # the entry script builds a Trainer from TrainingArguments: the HF Trainer reads the config
+    flags: trainer_flags.TrainerFlags | None  # its TrainingArguments, when HfArgumentParser reads them from the flags
+    changed: frozenset = frozenset()  # TrainingArguments fields the scripts set or default otherwise
+
+
+class _Entry(NamedTuple):
+    """What the entry script and the project modules it imports say about its arguments."""
+    trainer: bool
+    parsed: bool  # HfArgumentParser (or TRL's parser) reads TrainingArguments from the command line
+    changed: frozenset
+
+
+def worth_reading(data: bytes) -> bool:
+    return _LAUNCHER_BYTES.search(data) is not None
+
+
+def launches(path: str, text: str) -> list[Launch]:
+    found = []
+    environment = slurm.variables(text) if "#SBATCH" in text else None
+    for command in shell.commands(text, environment):
+        launch = launchers.find(command, path)
+        if launch is not None:
+            found.append(launch)
+    return found
+
+
+def resolve(written, launch_file: str, roots: Boundary, exists: Callable[[str], bool] = os.path.isfile) -> str | None:
+    """The real path a launch's relative path names: from the script's folder or a folder above it, up to
+    the root linted that holds the script; None when no such file is there (or it is outside the roots)."""
+    if not isinstance(written, str) or not written or written.startswith("~") or "$" in written:
+        return None
+    if os.path.isabs(written):
+        real = os.path.realpath(written)
+        return real if roots.admits(real) and exists(real) else None
+    # the launch's folder: its script's, or (`lint -- COMMAND`) the one the command is run from
+    folder = os.path.dirname(os.path.realpath(launch_file)) if launch_file else os.path.realpath(os.getcwd())
+    while True:
+        candidate = os.path.realpath(os.path.join(folder, written))
+        if roots.admits(candidate) and exists(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder or not roots.admits(parent):
+            return None
+        folder = parent
+
+
+def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]) -> list[Link]:
+    """The DeepSpeed configs this launch hands to training."""
+    out = []
+    flags = trainer_flags.read(launch.args)
+    entry = None
+    for dest, trainer_style in (("deepspeed", True), ("deepspeed_config", False)):
+        written = _flag_value(launch.args, dest)
+        if written is None:
+            continue
+        config = resolve(written, launch.file, roots)
+        if config is None:
+            continue
+        if trainer_style and entry is None:
+            entry = _entry(launch, roots, read_text)
+        trainer = trainer_style and entry.trainer
+        out.append(Link(launch, config, written, trainer, flags if trainer and entry.parsed else None,
+                        entry.changed if trainer else frozenset()))
+    return out
+
+
+def _flag_value(words, dest: str):
+    """The last value given to --dest (or --dest=value), when it is a path (not another option)."""
+    value = None
+    for index, word in enumerate(words):
+        if not isinstance(word, str):
+            continue
+        if word == f"--{dest}" and index + 1 < len(words):
+            following = words[index + 1]
+            value = following if isinstance(following, str) and not following.startswith("-") else None
+        elif word.startswith(f"--{dest}="):
+            value = word.partition("=")[2]
+    return value if value and value.endswith((".json", ".yaml", ".yml")) else None
+
+
+def _entry(launch: Launch, roots: Boundary, read_text) -> _Entry:
+    """Whether the entry script, or a module of the project it imports, builds a Trainer from TrainingArguments,
+    parses them with HfArgumentParser, and sets or re-defaults which of their fields."""
+    nothing = _Entry(False, False, frozenset())
+    script = launch.script
+    if not isinstance(script, str):
+        return nothing
+    path = _module_path(script, launch.file, roots) if launch.module else resolve(script, launch.file, roots)
+    if path is None:
+        return nothing
+    text = read_text(path)
+    if text is None:
+        return nothing
+    texts = [text]
+    base = os.path.dirname(path)
+    for match in _IMPORT.finditer(text):
+        imported = _module_file(match.group(1) or match.group(2), base, roots)
+        if imported is not None and imported != path:
+            texts.append(read_text(imported) or "")
+    trainer = any(_ARGUMENT_MARKS.search(t) for t in texts) and any(_TRAINER_CALL.search(t) for t in texts)
+    fields = {spec.dest for spec in argv.options("training_args")[0].values()}
+    changed = {name for t in texts for match in _SET.finditer(t) for name in match.groups() if name in fields}
+    return _Entry(trainer, trainer and any(_PARSER.search(t) for t in texts), frozenset(changed))
+
+
+def _module_path(name: str, launch_file: str, roots: Boundary) -> str | None:
+    return resolve(name.replace(".", "/") + ".py", launch_file, roots)
+
+
+def _module_file(name: str, base: str, roots: Boundary) -> str | None:
+    """A module of the project: beside the script, or from a folder above it (the project root)."""
+    relative = name.lstrip(".").replace(".", "/")
+    folder = base
+    while roots.admits(folder):
+        for candidate in (os.path.join(folder, relative + ".py"), os.path.join(folder, relative, "__init__.py")):
+            if os.path.isfile(candidate):
+                return os.path.realpath(candidate)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None
