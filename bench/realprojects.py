@@ -115,13 +115,20 @@ def verdict_of(verdicts: dict, repo: str, run: str, finding: dict):
     return None
 
 
+REPOSITORIES = os.path.join(ROOT, "bench", "realprojects_repos.tsv")
+
+
 def repositories(root: str) -> list[tuple[str, str, str]]:
-    """(repo, commit, folder) for each snapshot under root; REPOS.tsv names them when it is there."""
+    """(repo, commit, folder) for each snapshot under root; REPOS.tsv there (else bench/realprojects_repos.tsv)
+    names them."""
     listed = os.path.join(root, "REPOS.tsv")
+    if not os.path.exists(listed) and os.path.exists(REPOSITORIES):
+        listed = REPOSITORIES
     found = []
     if os.path.exists(listed):
         with open(listed, encoding="utf-8", newline="") as handle:
-            for row in csv.DictReader(handle, delimiter="\t"):
+            rows = (line for line in handle if not line.startswith("#"))
+            for row in csv.DictReader(rows, delimiter="\t"):
                 folder = os.path.join(root, row["repo"].replace("/", "+"))
                 if os.path.isdir(folder):
                     found.append((row["repo"], row["commit"], folder))
