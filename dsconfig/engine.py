@@ -689,6 +689,7 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
         return read_text
 
     linked: dict[str, list] = {}
+    entries: dict = {}  # entry scripts read for Trainer marks, by script and launch folder
     for path in paths:
         # a script named on the command line leads to the files of its own folder, as a YAML to its JSON
         folder = None if path in options.found else os.path.dirname(os.path.realpath(path))
@@ -700,7 +701,7 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
                 if not project.worth_reading(data):
                     continue
                 for launch in project.launches(path, decode(data)):
-                    for link in project.link(launch, admitted, read_text):
+                    for link in project.link(launch, admitted, read_text, entries):
                         linked.setdefault(link.config, []).append(link)
         except (FileError, TooLarge, UsageError, UnicodeDecodeError):
             continue  # a launch script that cannot be read links nothing; it is no config to report on
@@ -759,13 +760,13 @@ def _launch_training_args(link) -> dict | None:
     """The TrainingArguments a Trainer launch's flags give, or None when they are not all known (a value the
     script does not determine, words that may hold any flag, a field its code sets): the Trainer's defaults
     would stand in for them."""
+    from .deepspeed.trainer import REPLAYED_FIELDS  # what the replay reads: launches differing elsewhere are one
     flags = link.flags
-    if not link.trainer or flags is None or flags.unknown or flags.uncertain or flags.errors:
+    if not link.trainer or flags is None or flags.unknown & REPLAYED_FIELDS or flags.uncertain or flags.errors:
         return None
-    from .deepspeed.trainer import REPLAYED_FIELDS
-    if (link.changed & REPLAYED_FIELDS) - set(flags.values):
+    if link.changed - set(flags.values):
         return None  # a field the scripts set or re-default, which no flag gives: the Trainer's default is not it
-    return dict(flags.values)
+    return {name: value for name, value in flags.values.items() if name in REPLAYED_FIELDS}
 
 
 def _cite_launch(finding: Finding, group: list) -> None:

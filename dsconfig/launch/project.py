@@ -12,12 +12,13 @@ folder, then each folder above it up to the root linted, the first that holds th
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Callable, NamedTuple
 
 from ..boundary import Boundary
-from . import argv, launchers, shell, slurm, trainer_flags
+from . import launchers, shell, slurm, trainer_flags
 from .launchers import Launch
 
 _LAUNCHER_BYTES = re.compile(rb"deepspeed|torchrun|torch\.distributed|accelerate")
@@ -27,9 +28,17 @@ _ARGUMENT_MARKS = re.compile(r"\b(\w*TrainingArguments|TrlParser|SFTConfig|DPOCo
                              r"ORPOConfig|RewardConfig|PPOConfig|CPOConfig)\b")
 _TRAINER_CALL = re.compile(r"\b\w*Trainer\s*\(")
 _PARSER = re.compile(r"\b(HfArgumentParser|TrlParser)\b")
-# A field set after parsing (`training_args.gradient_accumulation_steps = ...`) or given another default by a
-# subclass (`per_device_train_batch_size: int = field(default=4)`): its flag alone does not decide it
-_SET = re.compile(r"\.(\w+)\s*=(?!=)|setattr\(\s*\w+\s*,\s*[\"'](\w+)|^[ \t]+(\w+)\s*:[^=\n]*=", re.M)
+
+
+@functools.lru_cache(maxsize=1)
+def _setting() -> re.Pattern:
+    """A TrainingArguments field the Trainer replay reads, set after parsing (`args.gradient_accumulation_steps =
+    ...`, setattr) or given another default by a subclass (`per_device_train_batch_size: int = 4`): its flag
+    alone does not decide it."""
+    from ..deepspeed.trainer import REPLAYED_FIELDS
+    names = "|".join(sorted(REPLAYED_FIELDS))
+    return re.compile(rf"\.({names})\s*=(?!=)|setattr\(\s*\w+\s*,\s*[\"']({names})[\"']|^[ \t]+({names})\s*:[^=\n]*=",
+                      re.M)
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
 _MAX_SCRIPT = 2_000_000  # an entry script larger than this is not read for Trainer marks
 
@@ -40,7 +49,7 @@ class Link(NamedTuple):
     written: str  # the path as the launch writes it
     trainer: bool  # the entry script builds a Trainer from TrainingArguments: the HF Trainer reads the config
     flags: trainer_flags.TrainerFlags | None  # its TrainingArguments, when HfArgumentParser reads them from the flags
-    changed: frozenset = frozenset()  # TrainingArguments fields the scripts set or default otherwise
+    changed: frozenset = frozenset()  # replayed TrainingArguments fields the scripts set or default otherwise
 
 
 class _Entry(NamedTuple):
@@ -84,8 +93,10 @@ def resolve(written, launch_file: str, roots: Boundary, exists: Callable[[str], 
         folder = parent
 
 
-def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]) -> list[Link]:
-    """The DeepSpeed configs this launch hands to training."""
+def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None],
+         entries: dict | None = None) -> list[Link]:
+    """The DeepSpeed configs this launch hands to training. `entries`: what was read of each entry script so
+    far in this run (scripts run by many launches are read once)."""
     out = []
     flags = trainer_flags.read(launch.args)
     entry = None
@@ -97,7 +108,11 @@ def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]
         if config is None:
             continue
         if trainer_style and entry is None:
-            entry = _entry(launch, roots, read_text)
+            entries = {} if entries is None else entries
+            key = (launch.script, launch.module, os.path.dirname(launch.file))
+            if key not in entries:
+                entries[key] = _entry(launch, roots, read_text, entries.setdefault("files", {}))
+            entry = entries[key]
         trainer = trainer_style and entry.trainer
         out.append(Link(launch, config, written, trainer, flags if trainer and entry.parsed else None,
                         entry.changed if trainer else frozenset()))
@@ -118,9 +133,10 @@ def _flag_value(words, dest: str):
     return value if value and value.endswith((".json", ".yaml", ".yml")) else None
 
 
-def _entry(launch: Launch, roots: Boundary, read_text) -> _Entry:
+def _entry(launch: Launch, roots: Boundary, read_text, facts: dict) -> _Entry:
     """Whether the entry script, or a module of the project it imports, builds a Trainer from TrainingArguments,
-    parses them with HfArgumentParser, and sets or re-defaults which of their fields."""
+    parses them with HfArgumentParser, and sets or re-defaults which of their fields. `facts`: each file's,
+    by path, as far as this run has read them."""
     nothing = _Entry(False, False, frozenset())
     script = launch.script
     if not isinstance(script, str):
@@ -131,16 +147,30 @@ def _entry(launch: Launch, roots: Boundary, read_text) -> _Entry:
     text = read_text(path)
     if text is None:
         return nothing
-    texts = [text]
+    paths = [path]
     base = os.path.dirname(path)
+    modules = facts.setdefault("modules", {})  # (folder, module name) -> the project's file, or None
     for match in _IMPORT.finditer(text):
-        imported = _module_file(match.group(1) or match.group(2), base, roots)
-        if imported is not None and imported != path:
-            texts.append(read_text(imported) or "")
-    trainer = any(_ARGUMENT_MARKS.search(t) for t in texts) and any(_TRAINER_CALL.search(t) for t in texts)
-    fields = {spec.dest for spec in argv.options("training_args")[0].values()}
-    changed = {name for t in texts for match in _SET.finditer(t) for name in match.groups() if name in fields}
-    return _Entry(trainer, trainer and any(_PARSER.search(t) for t in texts), frozenset(changed))
+        name = match.group(1) or match.group(2)
+        if (base, name) not in modules:
+            modules[base, name] = _module_file(name, base, roots)
+        imported = modules[base, name]
+        if imported is not None and imported not in paths:
+            paths.append(imported)
+    found = [_facts(candidate, read_text, facts) for candidate in paths]
+    trainer = any(arguments for arguments, _, _, _ in found) and any(call for _, call, _, _ in found)
+    changed = frozenset().union(*(fields for _, _, _, fields in found))
+    return _Entry(trainer, trainer and any(parsed for _, _, parsed, _ in found), changed)
+
+
+def _facts(path: str, read_text, facts: dict) -> tuple:
+    """(TrainingArguments mark, Trainer call, HfArgumentParser, TrainingArguments fields set) of one file."""
+    if path not in facts:
+        text = read_text(path) or ""
+        changed = frozenset(name for match in _setting().finditer(text) for name in match.groups() if name)
+        facts[path] = (bool(_ARGUMENT_MARKS.search(text)), bool(_TRAINER_CALL.search(text)),
+                       bool(_PARSER.search(text)), changed)
+    return facts[path]
 
 
 def _module_path(name: str, launch_file: str, roots: Boundary) -> str | None:

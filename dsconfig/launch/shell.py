@@ -74,6 +74,10 @@ class _Op(NamedTuple):
     start: int
 
 
+_BLANK_RUN = re.compile(r"[ \t\r]+")
+_PLAIN_RUN = re.compile(r"[^ \t\r\n;&|()<>\\'\"$`]+")
+
+
 def _lex(text: str) -> list:
     tokens: list = []
     i, n = 0, len(text)
@@ -86,7 +90,7 @@ def _lex(text: str) -> list:
             line, line_start = line + 1, i
             continue
         if c in " \t\r":
-            i += 1
+            i = _BLANK_RUN.match(text, i).end()
             continue
         if c == "\n":
             tokens.append(_Op("\n", line, i))
@@ -189,9 +193,7 @@ def _read_word(text: str, i: int, line: int, column: int) -> tuple[_Word, int, i
             pieces.append(("cmd", False))
             i = end + 1
         else:
-            j = i
-            while j < n and text[j] not in " \t\r\n;&|()<>\\'\"$`":
-                j += 1
+            j = _PLAIN_RUN.match(text, i).end()
             pieces.append(("lit", text[i:j]))
             i = j
     return _Word(tuple(pieces), line, column, start, i), i, lines
