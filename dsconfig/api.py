@@ -310,21 +310,15 @@ def _dataclass_values(value) -> dict:
 
 def _yaml_values(path: str):
     """A YAML file of TrainingArguments, as HfArgumentParser.parse_yaml_file reads it (yaml.safe_load)."""
-    from . import engine
-    from .files import Refused, TooLarge
-    from .yamldoc import YamlDocument
+    from .deepspeed.trainer import read_yaml_file
+    from .files import FileError, Refused, TooLarge
     try:
-        text = engine.decode(engine.read_bytes(path))
-    except engine.UsageError as error:
-        raise OSError(f"training_args {error}") from None
+        return read_yaml_file(path)
     except TooLarge as error:
         raise ValueError(f"training_args {error}") from None
     except Refused as error:
         raise PermissionError(f"training_args {error}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"training_args {path}: not UTF-8 text") from None
-    doc = YamlDocument(path, text)
-    if not doc.loaded:
-        line, column = doc.position(doc.load_error.offset)
-        raise ValueError(f"training_args {path}:{line}:{column}: not valid YAML: {doc.load_error.message}")
-    return doc.value
+    except FileError as error:
+        raise OSError(f"training_args {error}") from None
+    except ValueError as error:
+        raise ValueError(f"training_args {error}") from None

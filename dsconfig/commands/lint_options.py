@@ -19,7 +19,8 @@ OPTIONS = (
     Option(("--gpus",), "gpus", kind=COUNT, low=1, help="GPUs per node (world size = gpus x nodes)."),
     Option(("--nodes",), "nodes", kind=COUNT, low=1, help="Number of nodes (with --gpus)."),
     Option(("--training-args",), "training_args", kind=FILE, metavar="FILE",
-           help="JSON file of TrainingArguments values: check what the HF Trainer fills and rejects."),
+           help="JSON or YAML file of TrainingArguments values (as HfArgumentParser reads a --config file): check "
+                "what the HF Trainer fills and rejects."),
     Option(("--dataset-size",), "dataset_size", kind=COUNT, low=1, high=MAX_DATASET_SIZE, metavar="N",
            help="Training samples: add optimizer steps per epoch at each world size."),
     Option(("--deepspeed-version",), "deepspeed_version", metavar="X.Y.Z|all",

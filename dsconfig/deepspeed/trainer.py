@@ -205,7 +205,9 @@ def _too_large(training_args: dict) -> str | None:
 
 
 def load_training_args(path) -> dict:
-    """Read a TrainingArguments JSON file (as HfArgumentParser.parse_json_file reads it).
+    """Read a TrainingArguments JSON or YAML file (as HfArgumentParser.parse_json_file and parse_yaml_file,
+    the reading of TRL's --config recipes and LLaMA-Factory's argument files, read it: json.loads, or
+    yaml.safe_load for a .yaml/.yml file).
 
     Raises ValueError with a message for the user when the file cannot be used. Keys that are
     not TrainingArguments fields are kept (scripts parse model and data arguments from the same
@@ -213,13 +215,30 @@ def load_training_args(path) -> dict:
     """
     from ..files import FileError, read_json
     try:
-        values = read_json(path)
-    except FileError as error:
+        values = read_yaml_file(path) if str(path).endswith((".yaml", ".yml")) else read_json(path)
+    except (FileError, ValueError) as error:
         raise ValueError(f"training arguments {error}") from None
     errors = training_args_errors(values)
     if errors:
         raise ValueError(f"training arguments {path}: " + "; ".join(errors))
     return values
+
+
+def read_yaml_file(path: str):
+    """A YAML file of TrainingArguments, as HfArgumentParser.parse_yaml_file reads it (yaml.safe_load). Raises
+    dsconfig.files' FileError (TooLarge, Refused) when it cannot be read, ValueError when it is no YAML."""
+    from ..files import read_bytes
+    from ..yamldoc import YamlDocument
+    data = read_bytes(str(path))
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    doc = YamlDocument(str(path), text)
+    if not doc.loaded:
+        line, column = doc.position(doc.load_error.offset)
+        raise ValueError(f"{path}:{line}:{column}: not valid YAML: {doc.load_error.message}")
+    return doc.value
 
 
 def effective_args(training_args: dict | None) -> dict:

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 TRAINER_SCRIPT = """\
 import transformers
@@ -207,3 +208,20 @@ def test_arguments_built_in_code_or_redefaulted_are_not_read_from_the_flags(tmp_
                          "run.sh": "deepspeed --num_gpus 2 train.py --deepspeed ds.json --bf16\n"})
         status, findings, _ = lint(tmp_path)
         assert (status, [f["code"] for f in findings]) == (0, []), script
+
+
+def test_training_args_in_yaml_read_as_hf_argument_parser_reads_them(tmp_path):
+    """--training-args takes a YAML file (TRL recipes, LLaMA-Factory argument files) as parse_yaml_file does."""
+    from transformers import HfArgumentParser, TrainingArguments
+
+    from dsconfig.deepspeed.trainer import load_training_args
+    text = ("output_dir: out\nper_device_train_batch_size: 16\ngradient_accumulation_steps: 1\nfp16: false\n"
+            "learning_rate: 2.0e-5\nnum_train_epochs: 3\n")  # bf16 true would fail on this CPU-only machine
+    write(tmp_path, {"args.yaml": text, "args.json": yaml.safe_load(text), "ds.json": EXPLICIT})
+    (real,) = HfArgumentParser(TrainingArguments).parse_yaml_file(str(tmp_path / "args.yaml"))
+    ours = load_training_args(str(tmp_path / "args.yaml"))
+    assert all(getattr(real, key) == value for key, value in ours.items())
+    runs = [lint(tmp_path, "ds.json", "--training-args", name, "--world-size", "2", "--target", "hf-trainer")
+            for name in ("args.yaml", "args.json")]
+    assert runs[0] == runs[1] and runs[0][0] == 1
+    assert {f["code"] for f in runs[0][1]} == {"DS202", "DS703"}  # 16 × 1 × 2 = 32, not 64; bf16 config, no --bf16
