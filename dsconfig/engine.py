@@ -760,13 +760,15 @@ def _launch_training_args(link) -> dict | None:
     """The TrainingArguments a Trainer launch's flags give, or None when they are not all known (a value the
     script does not determine, words that may hold any flag, a field its code sets): the Trainer's defaults
     would stand in for them."""
-    from .deepspeed.trainer import REPLAYED_FIELDS  # what the replay reads: launches differing elsewhere are one
+    from .deepspeed.trainer import REPLAYED_FIELDS, training_args_errors
     flags = link.flags
     if not link.trainer or flags is None or flags.unknown & REPLAYED_FIELDS or flags.uncertain or flags.errors:
         return None
     if link.changed - set(flags.values):
         return None  # a field the scripts set or re-default, which no flag gives: the Trainer's default is not it
-    return {name: value for name, value in flags.values.items() if name in REPLAYED_FIELDS}
+    # what the replay reads (launches that differ elsewhere are one context), of the types it reads them in
+    values = {name: value for name, value in flags.values.items() if name in REPLAYED_FIELDS}
+    return None if training_args_errors(values) else values
 
 
 def _cite_launch(finding: Finding, group: list) -> None:

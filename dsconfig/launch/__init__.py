@@ -2,4 +2,5 @@
 (launchers, argv), the TrainingArguments their flags give (trainer_flags), and the configs each launch hands
 to training (project). Only this constant is imported on every lint: the rest when a launch script is linted."""
 
-LAUNCH_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+# shell and SLURM batch scripts by suffix; Makefiles by name (their recipes, dsconfig.launch.makefile)
+LAUNCH_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", "Makefile", "makefile", "GNUmakefile")

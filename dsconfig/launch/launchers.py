@@ -10,7 +10,9 @@ table (dsconfig.launch.argv); the world size follows each launcher's code:
   them every GPU the machine shows, which only the machine knows;
 * torchrun (run.py): `--nnodes` (N, or MIN:MAX when both agree) × `--nproc_per_node` (a number; `gpu`,
   `auto` and kin are the machine's), defaults 1:1 and 1, or the PET_* variables;
-* accelerate launch: `--num_processes` is the total; else the config file's (linked later) or the machine's.
+* accelerate launch: `--num_processes` is the total; else the config file's (linked later) or the machine's;
+* llamafactory-cli train: NNODES × NPROC_PER_NODE under torchrun, which it uses when FORCE_TORCHRUN is on or
+  the machine shows more than one GPU; else one process.
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ def find(command: Command, file: str) -> Launch | None:
         return _accelerate(command, file, argv.parse("accelerate", rest[1:]))
     if head == "accelerate-launch":
         return _accelerate(command, file, argv.parse("accelerate", rest))
+    if head in ("llamafactory-cli", "lmf") and rest[:1] == ["train"]:
+        return _llamafactory(command, file, rest[1:], env)
     if _PYTHON.match(head):
         launch = _python(command, file, rest, env)
         if launch is not None and launch.launcher == "python" and "--" in launch.args:
@@ -287,4 +291,47 @@ def _accelerate(command: Command, file: str, parsed: argv.Parsed) -> Launch | No
                   nodes, per_node, why, parsed.script, bool(values.get("module")), parsed.rest, values, command.text)
 
 
-__all__ = ["Launch", "find", "SPLAT", "UNKNOWN"]
+def _llamafactory(command: Command, file: str, words: list, env: dict) -> Launch | None:
+    """`llamafactory-cli train args.yaml [key=value ...]` (LLaMA-Factory's launcher.py): torchrun when
+    FORCE_TORCHRUN is on or the machine shows more than one device, with NNODES (1) × NPROC_PER_NODE (the
+    device count) processes; else one process. The device count is CUDA_VISIBLE_DEVICES's when the script sets
+    it; the variables are the script's (unset where it does not set them)."""
+    if not words or not isinstance(words[0], str) or not words[0].endswith((".yaml", ".yml", ".json")):
+        return None
+    name = "llamafactory-cli"
+
+    def value(key: str):
+        return env.get(key)
+
+    def on(key: str):
+        text = value(key)
+        return text if not isinstance(text, str) else text.lower() in ("true", "y", "1")
+
+    why = None
+    nodes = per_node = None
+    visible = value("CUDA_VISIBLE_DEVICES")
+    devices = len([d for d in visible.split(",") if d.strip()]) if isinstance(visible, str) else None
+    nnodes, nproc = value("NNODES") or "1", value("NPROC_PER_NODE")
+    forced = on("FORCE_TORCHRUN") or on("USE_MCA") or on("USE_MEGATRON_BRIDGE")
+    if any(value(key) is not None for key in ("USE_RAY", "USE_KT", "RDZV_ID")):
+        why = "USE_RAY, USE_KT or RDZV_ID hand the processes to another launcher"
+    elif not all(isinstance(item, str) or item in (None, False, True) for item in (visible, nnodes, nproc, forced)):
+        why = "the launcher's variables hold values the script does not determine"
+    elif forced is not True and devices is None:
+        why = (f"{name} runs torchrun when the machine shows more than one GPU (no FORCE_TORCHRUN and no "
+               "CUDA_VISIBLE_DEVICES here)")
+    elif forced is not True and devices <= 1:
+        nodes, per_node = 1, 1
+    elif nproc is None and devices is None:
+        why = f"{name} starts one process per GPU the machine shows (no NPROC_PER_NODE here)"
+    else:
+        nodes, per_node = _int(nnodes), _int(nproc if nproc is not None else devices)
+        if nodes is None or per_node is None or nodes <= 0 or per_node <= 0:
+            nodes = per_node = None
+            why = "NNODES or NPROC_PER_NODE is no positive number"
+    size = nodes * per_node if nodes is not None and per_node is not None else None
+    return Launch(file, command.line, command.column, name, size, nodes, per_node, why if size is None else None,
+                  None, False, tuple(words[1:]), {"arguments_file": words[0]}, command.text)
+
+
+__all__ = ["Launch", "SPLAT", "UNKNOWN", "find"]

@@ -1,9 +1,10 @@
 """A project's launches linked to the DeepSpeed configs they hand to training.
 
-A launch script (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`) is read when its bytes name a launcher; each
-launch in it that names a DeepSpeed config (`--deepspeed ds.json` for the HF Trainer, `--deepspeed_config
-ds.json` for deepspeed.initialize's argument parser) links the config to that launch's world size and, when
-the entry script is an HF Trainer script, to the TrainingArguments its flags give.
+A launch script (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, a Makefile's recipes) is read when its bytes name a
+launcher; each launch in it that names a DeepSpeed config (`--deepspeed ds.json` for the HF Trainer,
+`--deepspeed_config ds.json` for deepspeed.initialize's argument parser, the `deepspeed` key of LLaMA-Factory's
+arguments file) links the config to that launch's world size and, when the entry script is an HF Trainer
+script, to the TrainingArguments its flags (or arguments file) give.
 
 Paths in a launch are relative to the folder it runs from, which the script does not say: the script's
 folder, then each folder above it up to the root linted, the first that holds the file (scripts in
@@ -18,10 +19,10 @@ import re
 from typing import Callable, NamedTuple
 
 from ..boundary import Boundary
-from . import launchers, shell, slurm, trainer_flags
+from . import argv, launchers, makefile, shell, slurm, trainer_flags
 from .launchers import Launch
 
-_LAUNCHER_BYTES = re.compile(rb"deepspeed|torchrun|torch\.distributed|accelerate")
+_LAUNCHER_BYTES = re.compile(rb"deepspeed|torchrun|torch\.distributed|accelerate|llamafactory-cli|\blmf\b")
 # What marks an HF Trainer script: its arguments are TrainingArguments (or TRL's configs built on them), and
 # it builds a Trainer (HfArgumentParser alone parses any dataclass; a custom loop calls deepspeed.initialize)
 _ARGUMENT_MARKS = re.compile(r"\b(\w*TrainingArguments|TrlParser|SFTConfig|DPOConfig|GRPOConfig|KTOConfig|"
@@ -65,6 +66,8 @@ def worth_reading(data: bytes) -> bool:
 
 def launches(path: str, text: str) -> list[Launch]:
     found = []
+    if os.path.basename(path) in makefile.NAMES:
+        text = makefile.as_shell(text)
     environment = slurm.variables(text) if "#SBATCH" in text else None
     for command in shell.commands(text, environment):
         launch = launchers.find(command, path)
@@ -97,6 +100,8 @@ def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]
          entries: dict | None = None) -> list[Link]:
     """The DeepSpeed configs this launch hands to training. `entries`: what was read of each entry script so
     far in this run (scripts run by many launches are read once)."""
+    if launch.launcher == "llamafactory-cli":
+        return _llamafactory_links(launch, roots, read_text)
     out = []
     flags = trainer_flags.read(launch.args)
     entry = None
@@ -117,6 +122,54 @@ def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]
         out.append(Link(launch, config, written, trainer, flags if trainer and entry.parsed else None,
                         entry.changed if trainer else frozenset()))
     return out
+
+
+def _llamafactory_links(launch: Launch, roots: Boundary, read_text) -> list[Link]:
+    """LLaMA-Factory's train command: its arguments file (YAML as OmegaConf loads it, or JSON), with the
+    `key=value` overrides after it, is the TrainingArguments of its Trainer; its `deepspeed` key the config."""
+    arguments = resolve(launch.options["arguments_file"], launch.file, roots)
+    text = read_text(arguments) if arguments is not None else None
+    if text is None:
+        return []
+    values = _argument_file_values(text)
+    if values is None:
+        return []
+    uncertain = False
+    for word in launch.args:
+        if not isinstance(word, str) or "=" not in word:
+            uncertain = True  # an override the script does not determine, or none OmegaConf reads
+            continue
+        key, _, written = word.partition("=")
+        values[key.strip()] = _yaml_scalar(written)
+    written = values.get("deepspeed")
+    config = resolve(written, launch.file, roots) if isinstance(written, str) else None
+    if config is None:
+        return []
+    fields = {spec.dest for spec in argv.options("training_args")[0].values()}
+    known = {key: value for key, value in values.items() if key in fields}
+    flags = trainer_flags.TrainerFlags(known, frozenset(), uncertain, ())
+    return [Link(launch, config, written, True, flags)]
+
+
+def _argument_file_values(text: str) -> dict | None:
+    """The top-level mapping of an arguments file (YAML, JSON being YAML too), or None."""
+    import yaml
+    try:
+        value = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    return dict(value) if isinstance(value, dict) else None
+
+
+def _yaml_scalar(text: str):
+    """A `key=value` override as OmegaConf.from_cli reads its value (a YAML scalar). OmegaConf's own loader
+    reads some spellings otherwise (`2e-5` is a float there, a string to PyYAML): a value whose type the
+    Trainer replay refuses leaves the launch's arguments out (dsconfig.engine), it is never guessed."""
+    import yaml
+    try:
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError):
+        return text
 
 
 def _flag_value(words, dest: str):

@@ -225,3 +225,28 @@ def test_training_args_in_yaml_read_as_hf_argument_parser_reads_them(tmp_path):
             for name in ("args.yaml", "args.json")]
     assert runs[0] == runs[1] and runs[0][0] == 1
     assert {f["code"] for f in runs[0][1]} == {"DS202", "DS703"}  # 16 × 1 × 2 = 32, not 64; bf16 config, no --bf16
+
+
+def test_llamafactory_cli_arguments_file_is_the_trainer_s_arguments(tmp_path):
+    """LLaMA-Factory: `llamafactory-cli train args.yaml` runs its Trainer with the file's TrainingArguments, under
+    torchrun with NNODES × NPROC_PER_NODE processes when FORCE_TORCHRUN is on (src/llamafactory/launcher.py)."""
+    write(tmp_path, {
+        "examples/deepspeed/ds_z2.json": {"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2,
+                                          "gradient_accumulation_steps": 4, "fp16": {"enabled": "auto"},
+                                          "zero_optimization": {"stage": 2}},
+        "examples/train_full/sft.yaml": "stage: sft\ndeepspeed: examples/deepspeed/ds_z2.json\n"
+                                        "per_device_train_batch_size: 2\ngradient_accumulation_steps: 4\n"
+                                        "bf16: true\noutput_dir: saves/sft\n",
+        "scripts/two_gpus.sh": "CUDA_VISIBLE_DEVICES=0,1 llamafactory-cli train examples/train_full/sft.yaml\n",
+    })
+    status, findings, _ = lint(tmp_path)
+    assert (status, findings) == (0, [])  # 2 × 4 × 2 = 16
+    write(tmp_path, {"scripts/two_nodes.sh": "FORCE_TORCHRUN=1 NNODES=2 NPROC_PER_NODE=8 llamafactory-cli train "
+                                             "examples/train_full/sft.yaml gradient_accumulation_steps=1\n"})
+    status, findings, _ = lint(tmp_path)
+    assert status == 1
+    # 2 × 1 × 16 = 32 samples per step, the config says 16; and accumulation 1 (the override) against its 4
+    assert sorted((f["code"], f["pointer"]) for f in findings) == [
+        ("DS202", "/train_micro_batch_size_per_gpu"), ("DS703", "/gradient_accumulation_steps"),
+        ("DS703", "/train_batch_size")]
+    assert all("launched by ./scripts/two_nodes.sh:1 on 2 × 8 GPUs" in f["message"] for f in findings)

@@ -99,3 +99,13 @@ def test_an_unknown_value_after_an_option_is_that_option_s_value():
     launch = only("MASTER_PORT=$(shuf -n 1 -i 10000-65535)\n"
                   "deepspeed --num_gpus=4 --master_port $MASTER_PORT main.py --deepspeed deepspeed.json\n")
     assert (launch.world_size, launch.script) == (4, "main.py")
+
+
+def test_makefile_recipes_with_make_variables():
+    text = ("GPUS ?= 4\nCONFIG := configs/ds.json\nARGS = --deepspeed $(CONFIG) --bf16\n\n"
+            "train: data\n\t@echo training\n\tdeepspeed --num_gpus $(GPUS) train.py $(ARGS) \\\n"
+            "\t\t--per_device_train_batch_size $$PER_DEVICE\n\nsweep:\n\tdeepspeed --num_gpus $(shell nproc) train.py\n")
+    first, second = project.launches("Makefile", text)
+    assert (first.line, first.world_size, first.args[:3]) == (7, 4, ("--deepspeed", "configs/ds.json", "--bf16"))
+    assert first.args[4] is not None and not isinstance(first.args[4], str)  # the shell's $PER_DEVICE: unknown
+    assert (second.line, second.world_size) == (11, None)
