@@ -195,7 +195,7 @@ USAGE = [
     (["ds_config.json", "--set", "args.learning_rate.x=1"], "--set args.learning_rate.x=1: a TrainingArguments field"),
     # paths and files
     (["folder"], "folder: not a file"),
-    (["ds_config.json", "--training-args", "args.yaml"], "training arguments args.yaml:1:1: not valid JSON"),
+    (["ds_config.json", "--training-args", "args.yaml"], "training arguments args.yaml:2:1: not valid YAML"),
     (["ds_config.json", "--training-args", "folder"], "'--training-args': File 'folder' is a directory"),
     (["ds_config.json", "plain.json"], "give one DeepSpeed JSON (and, optionally, one Accelerate YAML), not"),
     (["fsdp.yaml", "accelerate.yaml"], "give one Accelerate YAML, not fsdp.yaml and accelerate.yaml"),
@@ -216,7 +216,7 @@ def test_explain_usage_errors_are_one_line(argv, says, tmp_path):
                                                              "warmup_num_steps": "auto"}}}))
     (tmp_path / "plain.json").write_text('{"train_batch_size": 8}')
     (tmp_path / "args.json").write_text('{"bf16": true}')
-    (tmp_path / "args.yaml").write_text("bf16: true\n")
+    (tmp_path / "args.yaml").write_text("bf16: [true\n")  # YAML is read as parse_yaml_file reads it: broken here
     (tmp_path / "broken.json").write_text('{"train_batch_size": ')
     (tmp_path / "broken.yaml").write_text("distributed_type: [DEEPSPEED\n")
     (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_version: 2\n")

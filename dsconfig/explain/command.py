@@ -90,7 +90,7 @@ def _release(explicit: str | None, paths, option: str = "--deepspeed-version") -
 @click.command(cls=_OneLineErrors)
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @click.option("--training-args", "training_args", type=click.Path(dir_okay=False), metavar="FILE",
-              help="JSON file of TrainingArguments values: replay the HF Trainer's \"auto\" fill.")
+              help="JSON or YAML file of TrainingArguments values: replay the HF Trainer's \"auto\" fill.")
 @click.option("--target", type=click.Choice(TARGET_NAMES),
               help="Who hands the config to DeepSpeed. Default: hf-trainer with --training-args, accelerate with a "
                    "YAML, hf-trainer when the JSON holds \"auto\", else deepspeed.")
