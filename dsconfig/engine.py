@@ -510,7 +510,9 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
 
     launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
     launches = () if options.world_sizes else pairs.launches(docs.values())
-    linked = _launch_links(launch_scripts, options, boundary or Boundary.of(spelled), crashed) if launch_scripts else {}
+    shell_launched: dict[str, list] = {}  # training config real path -> the launches whose arguments name it
+    linked = _launch_links(launch_scripts, options, boundary or Boundary.of(spelled), crashed,
+                           shell_launched) if launch_scripts else {}
     for link in options.launch_links:
         linked.setdefault(link.config, []).append(link)
     for real, links in linked.items():  # a config a named launch script hands over, beside it: read it too
@@ -542,8 +544,8 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
             if found is None:
                 try:
                     with budget.per_file():
-                        found = _checked(doc, _launched_by(launches, doc.path, options) if doc.kind == "other"
-                                         else options)
+                        found = _checked(doc, _launched_by(launches, doc.path, options, shell_launched.get(real))
+                                         if doc.kind == "other" else options)
                 except budget.Overrun as error:  # the timer's repeat, after the check had caught the first
                     found = InternalError(doc.path, error)
             if isinstance(found, InternalError):
@@ -672,8 +674,11 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     return findings, documents, result
 
 
-def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: list) -> dict[str, list]:
-    """Config real path -> the launches (dsconfig.launch.project.Link) that hand it to training."""
+def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: list,
+                  named: dict | None = None) -> dict[str, list]:
+    """Config real path -> the launches (dsconfig.launch.project.Link) that hand it to training. `named`
+    receives, for each other file a launch of known world size names in its arguments (a training config),
+    those launches."""
     from .files import FileError, TooLarge
     from .launch import project
     texts: dict[tuple, str | None] = {}
@@ -703,6 +708,9 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
                 for launch in project.launches(path, decode(data)):
                     for link in project.link(launch, admitted, read_text, entries):
                         linked.setdefault(link.config, []).append(link)
+                    if named is not None and launch.world_size is not None:
+                        for real in project.named_files(launch, admitted):
+                            named.setdefault(real, []).append(launch)
         except (FileError, TooLarge, UsageError, UnicodeDecodeError):
             continue  # a launch script that cannot be read links nothing; it is no config to report on
         except (Exception, budget.Overrun) as error:  # reading this script crashed: dsconfig's bug, reported
@@ -779,10 +787,18 @@ def _cite_launch(finding: Finding, group: list) -> None:
         finding.related = (*(finding.related or ()), (launch.file, launch.line, launch.column, "the launch"))
 
 
-def _launched_by(launches, path: str, options: Options) -> Options:
-    """Without a world size given, a training config is checked at the world size the Accelerate YAMLs of
-    its project launch (`num_processes`): those in its folder or a folder above it (a root
-    accelerate_config.yaml and configs/train.yaml), not a YAML of a sibling example."""
+def _launched_by(launches, path: str, options: Options, shell_launches=None) -> Options:
+    """A training config a launch names in its arguments (`torchrun --nproc_per_node 8 train.py --cfg-path
+    train.yaml`) is checked at that launch's world size, whatever --world-size says (it is for the files no
+    launch names). Else, without a world size given, at the world size the Accelerate YAMLs of its project
+    launch (`num_processes`): those in its folder or a folder above it (a root accelerate_config.yaml and
+    configs/train.yaml), not a YAML of a sibling example."""
+    if shell_launches:
+        sizes = tuple(sorted({launch.world_size for launch in shell_launches}))
+        first = shell_launches[0]
+        more = f" and {len(shell_launches) - 1} more" if len(shell_launches) > 1 else ""
+        return options._replace(world_sizes=sizes, world_source=f"launched by {first.where()}{more} on "
+                                                               f"{first.size_words()}")
     if options.world_sizes or not launches:
         return options
     folder = os.path.dirname(os.path.abspath(path))

@@ -172,6 +172,27 @@ def _yaml_scalar(text: str):
         return text
 
 
+_CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+
+
+def named_files(launch: Launch, roots: Boundary) -> list[str]:
+    """The real paths of the config-like files the launch's arguments name (`--cfg-path train.yaml`,
+    `config=train.yaml`, LLaMA-Factory's arguments file) that resolve in the project."""
+    found = []
+    words = list(launch.args)
+    if launch.options.get("arguments_file"):
+        words.append(launch.options["arguments_file"])
+    for word in words:
+        if not isinstance(word, str):
+            continue
+        value = word.partition("=")[2] if "=" in word else word
+        if value.endswith(_CONFIG_SUFFIXES) and not value.startswith("-"):
+            real = resolve(value, launch.file, roots)
+            if real is not None and real not in found:
+                found.append(real)
+    return found
+
+
 def _flag_value(words, dest: str):
     """The last value given to --dest (or --dest=value), when it is a path (not another option)."""
     value = None

@@ -299,6 +299,7 @@ class _State:
         self.exported: set[str] = set()
         self.depth = 0  # inside an if, case or loop: what is assigned there may not happen
         self.sourced = False  # after `source`: any variable may have been set
+        self.nesting = 0  # `${A:-${B:-...}}` being expanded: how deep
 
 
 def commands(text: str, environment: dict[str, str] | None = None) -> list[Command]:
@@ -435,7 +436,7 @@ def _lookup(state: _State, name: str | None, op: str, arg: str):
         if value is UNKNOWN or (unset and state.sourced):
             return UNKNOWN
         if unset or (op[0] == ":" and value == ""):
-            default = _join(_inner_pieces(arg), state) if arg else ""
+            default = _nested(arg, state)
             if op.endswith("=") and name.isidentifier():
                 state.values[name] = default
             return default
@@ -443,10 +444,26 @@ def _lookup(state: _State, name: str | None, op: str, arg: str):
     if op in (":+", "+"):
         if value is UNKNOWN:
             return UNKNOWN
-        return "" if unset or (op == ":+" and value == "") else _join(_inner_pieces(arg), state)
+        return "" if unset or (op == ":+" and value == "") else _nested(arg, state)
     if op:
         return UNKNOWN  # ${A?message}
     return value
+
+
+_MAX_NESTING = 32
+
+
+def _nested(arg: str, state: _State):
+    """The value of the word inside `${NAME:-word}`, or UNKNOWN past a sane depth of such words."""
+    if not arg:
+        return ""
+    if state.nesting >= _MAX_NESTING:
+        return UNKNOWN
+    state.nesting += 1
+    try:
+        return _join(_inner_pieces(arg), state)
+    finally:
+        state.nesting -= 1
 
 
 def _inner_pieces(text: str) -> list:
@@ -560,6 +577,8 @@ def _arith(expr: str, state: _State):
     """$(( )) over integers and the script's variables: + - * / % ** and parentheses, else UNKNOWN."""
     tokens, i = [], 0
     expr = expr.strip()
+    if expr.count("(") > _MAX_NESTING or len(expr) > 256:
+        return UNKNOWN  # the evaluator recurses per parenthesis and per sign
     while i < len(expr):
         match = _ARITH_TOKEN.match(expr, i)
         if match is None or match.end() == i:

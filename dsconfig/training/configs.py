@@ -136,7 +136,11 @@ def check(root, options, fixable: bool = True) -> Outcome | None:
         world_sizes = tuple(world // parallel for world in world_sizes if world % parallel == 0 and world >= parallel)
     for entry in good:
         if entry.kind == GLOBAL and world_sizes:
-            findings.extend(_split(root, entry, world_sizes, options.batchnorm, parallel))
+            split = _split(root, entry, world_sizes, options.batchnorm, parallel)
+            if source and source.startswith("launched by "):  # the launch that decides the world size, named
+                for finding in split:
+                    finding.message += f" ({source})"
+            findings.extend(split)
         elif entry.kind == PER_DEVICE and world_sizes and _training(entry):
             findings.append(_global_batch(root, entry, world_sizes, source, parallel))
         # evaluation batches are exempt: BatchNorm in eval mode uses its running statistics

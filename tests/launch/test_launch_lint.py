@@ -250,3 +250,17 @@ def test_llamafactory_cli_arguments_file_is_the_trainer_s_arguments(tmp_path):
         ("DS202", "/train_micro_batch_size_per_gpu"), ("DS703", "/gradient_accumulation_steps"),
         ("DS703", "/train_batch_size")]
     assert all("launched by ./scripts/two_nodes.sh:1 on 2 × 8 GPUs" in f["message"] for f in findings)
+
+
+def test_a_training_config_a_launch_names_is_checked_at_its_world_size(tmp_path):
+    """The issue's shape: 4 GPUs in the launch, a global batch of 30 in the training config it names."""
+    write(tmp_path, {"configs/train.yaml": "model:\n  global_batch_size: 30\n  micro_batch_size: 1\n",
+                     "scripts/train.sh": "torchrun --nproc_per_node 4 train.py --config configs/train.yaml\n"})
+    status, findings, _ = lint(tmp_path)
+    assert status == 1
+    (finding,) = findings
+    assert (finding["code"], finding["world_size"]) == ("DS208", 4)
+    assert finding["message"].endswith("(launched by ./scripts/train.sh:1 on 4 GPUs)")
+    write(tmp_path, {"scripts/train.sh": "torchrun --nproc_per_node 6 train.py --config configs/train.yaml\n"})
+    assert lint(tmp_path)[:2] == (0, [])  # 30 = 5 × 1 × 6
+    assert lint(tmp_path, "--world-size", "8")[:2] == (0, [])  # the launch, not --world-size, decides its world
