@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Cold `dsconfig lint` on one file against DeepSpeed's own check of the same file, in one run.
+"""Cold `dsconfig lint` on one file against DeepSpeed's own check of the same file, and against the
+interpreter starting and doing nothing, in one run.
 
-Both are whole processes started from scratch, as a user or a CI step runs them:
+All are whole processes started from scratch, as a user or a CI step runs them:
 
     dsconfig lint FILE
     python -c "import deepspeed; DeepSpeedConfig(FILE)"
+    python -c pass
 
-Prints the median of several runs of each and the ratio. DeepSpeed must be importable for the
+Prints the median of several runs of each and the ratios (targets: at least 20x faster than DeepSpeed's
+check, at most 5x `python -c pass`). DeepSpeed must be importable for the
 comparison (it is in the test extras); without it only dsconfig is timed.
 
     python bench/lint_speed.py [FILE] [--runs 21] [--deepspeed-runs 5]
@@ -45,8 +48,12 @@ def main() -> int:
     path = os.path.abspath(args.file)
 
     ours = time_command(dsconfig("lint", path), args.runs)
+    idle = time_command([sys.executable, "-c", "pass"], args.runs)
     print(f"file: {path}")
     print(summary("dsconfig lint", ours))
+    print(summary("python -c pass", idle))
+    print(f"{'startup ratio':<22} dsconfig lint takes {statistics.median(ours) / statistics.median(idle):.1f}x "
+          "python -c pass")
     if importlib.util.find_spec("deepspeed") is None:
         print("deepspeed is not installed: install the test extras for the comparison")
         return 0
