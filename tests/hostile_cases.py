@@ -581,6 +581,30 @@ def _naming_outside(command: str, named: str, *, fifo: bool = False, link: bool 
     return make
 
 
+def _launch_naming(named: str, *, fifo: bool = False):
+    """A launch script a pull request could add, handing `named` to training as its DeepSpeed config (with an
+    outside file holding a secret beside the case's folder): never opened, never quoted."""
+    def make(folder: str) -> Spec | None:
+        if (fifo and not hasattr(os, "mkfifo")) or (named.startswith("/proc") and not os.path.exists(named)):
+            return None
+        _write(os.path.dirname(folder), "outside-secret.json",
+               b'{"train_batch_size": 8, "registry_token": "hostile-secret"}')
+        if fifo:
+            os.mkfifo(os.path.join(folder, named))
+        _write(folder, "train.py", b"from transformers import TrainingArguments, Trainer, HfArgumentParser\n")
+        _write(folder, "run.sh", b"deepspeed --num_gpus 2 train.py --deepspeed " + named.encode() + b" --bf16\n")
+        return Spec(_lint("run.sh"))
+    return make
+
+
+def _launch_nested(folder: str) -> Spec:
+    """A launch script of nested defaults and arithmetic (the shell reader recurses on neither)."""
+    _write(folder, "run.sh", ("GPUS=$((" + "(" * 3000 + "2" + ")" * 3000 + "))\ndeepspeed --num_gpus $GPUS "
+                              + "${A:-" * 3000 + "t.py" + "}" * 3000 + " --deepspeed ds.json\n").encode())
+    _write(folder, "ds.json", CONFIG)
+    return Spec(_lint("."))
+
+
 def _all_releases(folder: str) -> Spec:
     """`--deepspeed-version all` over the costliest config a file can hold: each release group relints it."""
     _limit_unknown_keys(folder)
@@ -1032,6 +1056,10 @@ CASES = [
            "ds_config.json: under /proc: not followed") for command in ("explain", "convert")],
     *[Case(f"{command}-named-link-outside", _naming_outside(command, "../outside-secret.json", link=True), 2,
            "outside the working directory: not followed") for command in ("explain", "convert")],
+    Case("launch-names-proc-environ", _launch_naming("/proc/self/environ"), 0, "no problems in 1 file"),
+    Case("launch-names-outside", _launch_naming("../outside-secret.json"), 0, "no problems in 1 file"),
+    Case("launch-names-fifo", _launch_naming("pipe.json", fifo=True), 0, "no problems in 1 file"),
+    Case("launch-nested-shell", _launch_nested, 0, "in 2 files"),
     Case("all-releases-limit-unknown-keys", _all_releases, 0, "1 DeepSpeed config against 47 releases"),
     Case("world-size-5000-digits", _file("ds_config.json", CONFIG, "--world-size", "9" * 5000), 2,
          "is more than 2,147,483,647, the most processes torch.distributed counts"),
