@@ -144,9 +144,9 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
          show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename, no_cache,
          launch_command=()):
     links = ()
-    if launch_command:
+    if launch_command:  # the configs the command hands over are linted, besides any path given
         links = _command_links(launch_command)
-        paths = paths or tuple(dict.fromkeys(os.path.relpath(link.config) for link in links))
+        paths = tuple(dict.fromkeys((*paths, *(os.path.relpath(link.config) for link in links))))
     paths = paths or (".",)
     from .. import boundary
     # What this run may read: the paths and files the command line names, and --allow-read (never what a

@@ -264,3 +264,15 @@ def test_a_training_config_a_launch_names_is_checked_at_its_world_size(tmp_path)
     write(tmp_path, {"scripts/train.sh": "torchrun --nproc_per_node 6 train.py --config configs/train.yaml\n"})
     assert lint(tmp_path)[:2] == (0, [])  # 30 = 5 × 1 × 6
     assert lint(tmp_path, "--world-size", "8")[:2] == (0, [])  # the launch, not --world-size, decides its world
+
+
+def test_lint_double_dash_the_same_through_click(tmp_path):
+    """`-o -` is left to click (dsconfig.options steps aside): the launch after -- reaches the run either way."""
+    write(tmp_path, {"train.py": TRAINER_SCRIPT, "ds.json": EXPLICIT})
+    command = ["deepspeed", "--num_gpus", "2", "train.py", "--deepspeed", "ds.json", "--per_device_train_batch_size",
+               "16", "--bf16"]
+    runs = [subprocess.run([sys.executable, "-m", "dsconfig", "lint", *extra, "--", *command], cwd=tmp_path,
+                           capture_output=True, text=True, env={**os.environ, "DSCONFIG_NO_CACHE": "1"})
+            for extra in ([], ["-o", "-"])]
+    assert runs[0].returncode == runs[1].returncode == 1
+    assert runs[0].stdout == runs[1].stdout and "launched by the command line on 2 GPUs" in runs[0].stdout
