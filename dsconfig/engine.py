@@ -483,10 +483,12 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
     # knowing whether a script builds BatchNorm layers.
     script_result = None
     asked = options  # what the user gave: DS010 is about these, not what the scripts revealed
+    shell_launched: dict[str, list] = {}  # training config real path -> the launches that name it
     if scripts:
         values = config_values if config_values is not None else _config_values(docs.values(), options)
         try:
-            found, script_docs, script_result = _lint_scripts(scripts, options, values)
+            found, script_docs, script_result, trainers = _lint_scripts(scripts, options, values)
+            _lightning_launches(trainers, options.boundary or Boundary.of(spelled), shell_launched, crashed)
         except InternalError as error:
             crashed.append(error)
         else:
@@ -510,7 +512,6 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
 
     launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
     launches = () if options.world_sizes else pairs.launches(docs.values())
-    shell_launched: dict[str, list] = {}  # training config real path -> the launches whose arguments name it
     linked = _launch_links(launch_scripts, options, boundary or Boundary.of(spelled), crashed,
                            shell_launched) if launch_scripts else {}
     for link in options.launch_links:
@@ -671,7 +672,24 @@ def _lint_scripts(paths: list[str], options: Options, config_values: dict):
     reported = {f.file for f in findings}
     documents = {source.path: pysource.ScriptDocument(source.path, source.text) for source in read.all_sources()
                  if source.path in reported}
-    return findings, documents, result
+    return findings, documents, result, read.trainers
+
+
+def _lightning_launches(trainers: list, roots: Boundary, named: dict, crashed: list) -> None:
+    """The training configs a Lightning script names, with the world size its Trainer(devices=..., num_nodes=...)
+    fixes (dsconfig.launch.lightning), into `named`."""
+    if not trainers:
+        return
+    from .launch import lightning
+    for path, text in trainers:
+        try:
+            with budget.per_file():
+                if lightning.worth_reading(text):
+                    for launch, configs in lightning.launches(path, text, roots):
+                        for real in configs:
+                            named.setdefault(real, []).append(launch)
+        except (Exception, budget.Overrun) as error:  # reading this script crashed: dsconfig's bug, reported
+            crashed.append(InternalError(path, error))
 
 
 def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: list,

@@ -29,7 +29,8 @@ class Launch(NamedTuple):
     file: str
     line: int
     column: int
-    launcher: str  # "deepspeed", "torchrun", "accelerate launch", "python" or "srun" (python under srun)
+    launcher: str  # "deepspeed", "torchrun", "accelerate launch", "python", "srun" (python under srun),
+    # "llamafactory-cli" or "lightning" (a script's Trainer(devices=...))
     world_size: int | None
     nodes: int | None
     per_node: int | None
@@ -49,6 +50,8 @@ class Launch(NamedTuple):
             return "an unknown number of GPUs"
         if self.launcher == "python":
             return "1 process"
+        if self.launcher == "lightning" and not (self.nodes and self.nodes > 1):
+            return f"{self.world_size} device{'s' if self.world_size != 1 else ''}"
         if self.launcher == "srun":
             return f"{self.world_size} task{'s' if self.world_size != 1 else ''}"
         if self.nodes and self.nodes > 1 and self.per_node:

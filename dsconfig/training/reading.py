@@ -29,6 +29,7 @@ class Scripts(NamedTuple):
     sharded: bool  # a world size was given and a script may split batches over devices (DS802 applies)
     problems: list[Finding]  # named scripts that cannot be read
     unreadable: list[tuple[str, str]]  # (path, why) for walked scripts that cannot be opened (DS008)
+    trainers: list[tuple[str, str]] = []  # (path, text) of the scripts that may build a Trainer(devices=...)
 
     def all_sources(self) -> list[Source]:
         return list(self.project.sources.values()) + self.project.loaded()
@@ -77,6 +78,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
     loaders = loader_names(text for _, _, text, _ in texts if shards(text)) if sharded else frozenset()
     local = _module_names(real for _, real, _, _ in texts)
     batchnorm = []
+    trainers = [(path, text) for path, _, text, _ in texts if "Trainer(" in text and "devices" in text]
     for path, real, text, named in texts:
         if "BatchNorm" in text:
             batchnorm.append(real)
@@ -112,7 +114,7 @@ def read_scripts(paths: list[str], sources: dict | None, max_bytes: int | None, 
             return None
 
     return Scripts(Project(entries, load, roots), list(entries.values()), checks, batchnorm, sharded, problems,
-                   unreadable)
+                   unreadable, trainers)
 
 
 def _module_names(reals) -> frozenset[str]:

@@ -276,3 +276,38 @@ def test_lint_double_dash_the_same_through_click(tmp_path):
             for extra in ([], ["-o", "-"])]
     assert runs[0].returncode == runs[1].returncode == 1
     assert runs[0].stdout == runs[1].stdout and "launched by the command line on 2 GPUs" in runs[0].stdout
+
+
+LIGHTNING_SCRIPT = """\
+import yaml
+import lightning as L
+
+config = yaml.safe_load(open("configs/train.yaml"))
+trainer = L.Trainer(devices={devices}, accelerator="gpu", strategy="ddp")
+"""
+
+
+@pytest.mark.parametrize("devices, world", [("4", 4), ("[0, 1, 2, 3]", 4), ('"auto"', None), ("-1", None),
+                                             ("n_gpus", None)])
+def test_a_lightning_trainer_s_devices_are_the_world_size_of_the_config_it_reads(tmp_path, devices, world):
+    """The issue's own example: Trainer(devices=4) and a training YAML whose global batch is 30."""
+    write(tmp_path, {"configs/train.yaml": "train:\n  global_batch_size: 30\n  batch_size: 1\n",
+                     "train.py": LIGHTNING_SCRIPT.format(devices=devices)})
+    status, findings, _ = lint(tmp_path)
+    if world is None:  # what the machine or the run decides is not guessed
+        assert (status, findings) == (0, [])
+        return
+    assert status == 1
+    (finding,) = findings
+    assert (finding["code"], finding["world_size"]) == ("DS208", world)
+    assert finding["message"].endswith(f"(launched by ./train.py:5 on {world} devices)")
+
+
+def test_hydra_s_config_is_the_one_a_lightning_script_reads(tmp_path):
+    write(tmp_path, {"conf/train.yaml": "data:\n  global_batch_size: 30\n",
+                     "train.py": "import hydra\nimport pytorch_lightning as pl\n\n"
+                                 "@hydra.main(config_path='conf', config_name='train', version_base=None)\n"
+                                 "def main(cfg):\n    pl.Trainer(devices=8, num_nodes=2).fit(None)\n"})
+    status, findings, _ = lint(tmp_path)
+    assert [(f["code"], f["world_size"]) for f in findings] == [("DS208", 16)]
+    assert findings[0]["message"].endswith("(launched by ./train.py:6 on 2 × 8 GPUs)")
