@@ -552,6 +552,11 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
             if isinstance(found, InternalError):
                 crashed.append(found)
                 continue
+            if doc.kind == "other" and real in shell_launched:  # a finding the launch's world size decides: its line
+                first = shell_launched[real][0]
+                for finding in found:
+                    if "(launched by " in finding.message and not finding.related:
+                        finding.related = ((first.file, first.line, first.column, "the launch"),)
             findings.extend(found)
             used |= _options_used(doc, asked)
             documents[doc.path] = doc

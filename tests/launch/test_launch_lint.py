@@ -301,6 +301,7 @@ def test_a_lightning_trainer_s_devices_are_the_world_size_of_the_config_it_reads
     (finding,) = findings
     assert (finding["code"], finding["world_size"]) == ("DS208", world)
     assert finding["message"].endswith(f"(launched by ./train.py:5 on {world} devices)")
+    assert finding["related"] == [{"file": "./train.py", "line": 5, "column": 11, "message": "the launch"}]
 
 
 def test_hydra_s_config_is_the_one_a_lightning_script_reads(tmp_path):
