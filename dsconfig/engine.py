@@ -710,7 +710,7 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
         def read_text(path: str) -> str | None:  # an entry script or a module it imports, for Trainer marks
             if (path, beside) not in texts:
                 try:
-                    texts[path, beside] = decode(read_bytes(path, project._MAX_SCRIPT, beside=beside, real=path))
+                    texts[path, beside] = decode(read_bytes(path, project.MAX_SCRIPT, beside=beside, real=path))
                 except (FileError, TooLarge, UsageError, UnicodeDecodeError):
                     texts[path, beside] = None
             return texts[path, beside]
@@ -820,8 +820,8 @@ def _launched_by(launches, path: str, options: Options, shell_launches=None) -> 
         sizes = tuple(sorted({launch.world_size for launch in shell_launches}))
         first = shell_launches[0]
         more = f" and {len(shell_launches) - 1} more" if len(shell_launches) > 1 else ""
-        return options._replace(world_sizes=sizes, world_source=f"launched by {first.where()}{more} on "
-                                                               f"{first.size_words()}")
+        on = first.size_words() if len(sizes) == 1 else f"{' or '.join(map(str, sizes))} GPUs"
+        return options._replace(world_sizes=sizes, world_source=f"launched by {first.where()}{more} on {on}")
     if options.world_sizes or not launches:
         return options
     folder = os.path.dirname(os.path.abspath(path))

@@ -143,11 +143,7 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
          statistics, select, ignore, fail_on, exit_zero, config_path, no_config, exclude, respect_gitignore,
          show_info, show_skipped, apply_fixes, unsafe_fixes, diff, max_file_size, allow_read, stdin_filename, no_cache,
          launch_command=()):
-    links = ()
-    if launch_command:  # the configs the command hands over are linted, besides any path given
-        links = _command_links(launch_command)
-        paths = tuple(dict.fromkeys((*paths, *(os.path.relpath(link.config) for link in links))))
-    paths = paths or (".",)
+    paths = paths or (() if launch_command else (".",))
     from .. import boundary
     # What this run may read: the paths and files the command line names, and --allow-read (never what a
     # linted repository's own settings say). The standard input is no path on disk.
@@ -166,6 +162,12 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
     cache.abandon()
     if not (no_cache or apply_fixes or diff or output_file is not None or "-" in paths or deepspeed_version == "all"):
         _replay_or_record(params)
+    links = ()
+    if launch_command:  # read after the cache starts recording: a rerun sees a changed entry script
+        links = _command_links(launch_command)
+        named = tuple(os.path.relpath(link.config) for link in links)  # linted besides any path given
+        boundary.admit(named)
+        paths = tuple(dict.fromkeys((*paths, *named)))
     selection = _selection(config_path, no_config, select, ignore, fail_on)
     if show_info:
         selection = selection._replace(show_info=True)
@@ -236,8 +238,9 @@ def _read_script(path: str) -> str | None:
     """An entry script (or a module it imports) the launch after `--` runs, for its Trainer marks."""
     from .. import engine
     from ..files import FileError, TooLarge
+    from ..launch.project import MAX_SCRIPT
     try:
-        return engine.decode(engine.read_bytes(path, 2_000_000))
+        return engine.decode(engine.read_bytes(path, MAX_SCRIPT))
     except (FileError, TooLarge, engine.UsageError, UnicodeDecodeError):
         return None
 

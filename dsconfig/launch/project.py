@@ -41,7 +41,7 @@ def _setting() -> re.Pattern:
     return re.compile(rf"\.({names})\s*=(?!=)|setattr\(\s*\w+\s*,\s*[\"']({names})[\"']|^[ \t]+({names})\s*:[^=\n]*=",
                       re.M)
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
-_MAX_SCRIPT = 2_000_000  # an entry script larger than this is not read for Trainer marks
+MAX_SCRIPT = 2_000_000  # an entry script larger than this is not read for Trainer marks
 
 
 class Link(NamedTuple):
