@@ -78,8 +78,9 @@ _SRUN_VALUES = {"-N", "-n", "-c", "-p", "-J", "-t", "-o", "-e", "-w", "-A", "-G"
                 "--container-workdir", "--container-name", "--distribution", "--mem-per-cpu", "--mem-per-gpu"}
 
 
-def find(command: Command, file: str) -> Launch | None:
-    """The launch this command is, or None."""
+def find(command: Command, file: str, submitted: bool = False) -> Launch | None:
+    """The launch this command is, or None. `submitted`: the command a job submitter runs (after its `--`), which
+    is not searched for another submitter in turn."""
     words = list(command.words)
     env = dict(command.env)
     srun: dict | None = None  # srun's options, when srun starts the launch (one copy per task)
@@ -125,10 +126,10 @@ def find(command: Command, file: str) -> Launch | None:
         return _llamafactory(command, file, rest[1:], env)
     if _PYTHON.match(head):
         launch = _python(command, file, rest, env)
-        if launch is not None and launch.launcher == "python" and "--" in launch.args:
+        if launch is not None and launch.launcher == "python" and "--" in launch.args and not submitted:
             # `python submit.py --cluster ... -- accelerate launch ...`: a job submitter; the launch is after --
             inner = launch.args[launch.args.index("--") + 1:]
-            nested = find(command._replace(words=tuple(inner)), file)
+            nested = find(command._replace(words=tuple(inner)), file, submitted=True)
             if nested is not None:
                 return nested
         if launch is not None and srun is not None and launch.launcher == "python":

@@ -17,10 +17,12 @@ _ASSIGNMENT = re.compile(r"^(?:export\s+|override\s+)*([A-Za-z_][A-Za-z0-9_.-]*)
 _REFERENCE = re.compile(r"\$(?:\(([^()$]*)\)|\{([^{}$]*)\}|(.))")
 _UNKNOWN = "${_dsconfig_make_unknown}"  # a shell variable no script sets
 _MAX_DEPTH = 20
+_MAX_VALUE = 10_000  # an expansion longer than this is unknown (`A = $(B)$(B)`, `B = $(C)$(C)`, ... doubles)
 
 
 def as_shell(text: str) -> str:
     variables: dict[str, str] = {}
+    expanded: dict[str, str] = {}  # a variable's expansion, once computed (cleared when an assignment changes it)
     out: list[str] = []
     lines = text.split("\n")
     in_recipe = False
@@ -30,7 +32,7 @@ def as_shell(text: str) -> str:
             body = line[1:] if line.startswith("\t") else line
             if not continued:
                 body = body.lstrip("@-+ ")
-            out.append(_expand(body, variables, 0))
+            out.append(_expand(body, variables, 0, expanded))
             continued = line.endswith("\\")
             continue
         continued = False
@@ -38,12 +40,13 @@ def as_shell(text: str) -> str:
         match = _ASSIGNMENT.match(stripped)
         if match and not stripped.startswith("\t"):
             name, operator, value = match.groups()
+            expanded.clear()
             if operator == "?=" and name in variables:
                 pass
             elif operator == "+=":
                 variables[name] = (variables.get(name, "") + " " + value).strip()
             elif operator in (":=", "::="):
-                variables[name] = _expand_make(value, variables, 0)  # expanded once, now
+                variables[name] = _expand_make(value, variables)  # what the names it uses hold now
             else:
                 variables[name] = value
             in_recipe = False
@@ -55,27 +58,28 @@ def as_shell(text: str) -> str:
     return "\n".join(out)
 
 
-def _expand_make(value: str, variables: dict, depth: int) -> str:
-    """A value with the Makefile's own references expanded (unknown ones kept as make wrote them)."""
-    if depth > _MAX_DEPTH:
-        return value
-
+def _expand_make(value: str, variables: dict) -> str:
+    """A `:=` value: each variable it names replaced by what that variable holds now (itself expanded when the
+    recipe uses it), unknown references kept as make wrote them."""
     def replace(match):
         name = match.group(1) if match.group(1) is not None else match.group(2)
         if name is not None and name in variables:
-            return _expand_make(variables[name], variables, depth + 1)
+            return variables[name] if len(variables[name]) <= _MAX_VALUE else _UNKNOWN
         return match.group(0)
     return _REFERENCE.sub(replace, value)
 
 
-def _expand(line: str, variables: dict, depth: int) -> str:
+def _expand(line: str, variables: dict, depth: int, memo: dict) -> str:
     """A recipe line as the shell receives it."""
     def replace(match):
         name = match.group(1) if match.group(1) is not None else match.group(2)
         single = match.group(3)
         if single == "$":
             return "$"
-        if name is not None and name in variables and depth < _MAX_DEPTH:
-            return _expand(variables[name], variables, depth + 1)
-        return _UNKNOWN
+        if name is None or name not in variables or depth >= _MAX_DEPTH:
+            return _UNKNOWN
+        if name not in memo:
+            value = _expand(variables[name], variables, depth + 1, memo)
+            memo[name] = value if len(value) <= _MAX_VALUE else _UNKNOWN
+        return memo[name]
     return _REFERENCE.sub(replace, line)

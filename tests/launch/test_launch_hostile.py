@@ -16,6 +16,7 @@ CASES = {
     "a NUL byte": "deepspeed\x00 --num_gpus 2 t.py\n",
     "an unterminated heredoc": "cat <<EOF\ndeepspeed --num_gpus 2 t.py\n",
     "a 2 MB word": "deepspeed " + "a" * 2_000_000 + " t.py\n",
+    "submitters all the way down": "python s.py -- " * 5000 + "deepspeed --num_gpus 2 t.py\n",
 }
 
 
@@ -23,6 +24,12 @@ def test_hostile_scripts_are_read_without_an_exception():
     for name, text in CASES.items():
         launches = project.launches("run.sh", text)
         assert all(launch.world_size in (None, 1, 2) for launch in launches), name
+
+
+def test_a_makefile_whose_variables_double_at_each_level():
+    levels = "".join(f"V{n} = $(V{n + 1})$(V{n + 1})\n" for n in range(40)) + "V40 = x\n"
+    (launch,) = project.launches("Makefile", levels + "train:\n\tdeepspeed --num_gpus 2 t.py $(V0)\n")
+    assert launch.world_size == 2
 
 
 def test_a_makefile_whose_variables_refer_to_each_other():
