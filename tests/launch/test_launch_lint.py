@@ -312,3 +312,15 @@ def test_hydra_s_config_is_the_one_a_lightning_script_reads(tmp_path):
     status, findings, _ = lint(tmp_path)
     assert [(f["code"], f["world_size"]) for f in findings] == [("DS208", 16)]
     assert findings[0]["message"].endswith("(launched by ./train.py:6 on 2 × 8 GPUs)")
+
+
+def test_the_readme_example_reproduces():
+    """README's launch example, run on its fixture (tests/fixtures/scenarios/llava_launch), line for line."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    command = "$ cd tests/fixtures/scenarios && dsconfig lint llava_launch\n"
+    shown = readme.split(command, 1)[1].split("```", 1)[0]
+    scenarios = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
+    result = subprocess.run([sys.executable, "-m", "dsconfig", "lint", "llava_launch"], cwd=scenarios,
+                            capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1",
+                                                                   "DSCONFIG_NO_CACHE": "1"})
+    assert result.returncode == 1 and result.stdout == shown
