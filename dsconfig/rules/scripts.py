@@ -1,6 +1,6 @@
 """DS8xx training scripts, read statically (never imported or executed): samplers a Lightning Trainer
 shards again, batch sizes made floats by true division, batches a JAX loader cannot split over the
-devices. Checked by dsconfig.training.scripts.
+devices, a Lightning offload strategy given a torch optimizer. Checked by dsconfig.training.scripts.
 """
 
 from __future__ import annotations
@@ -164,4 +164,48 @@ BATCH_INDIVISIBLE_DEVICES = Rule(
     read it from the configuration the training run uses.""",
 )
 
-RULES = (LIGHTNING_SHARDED_TWICE, FLOAT_BATCH_SIZE, BATCH_INDIVISIBLE_DEVICES)
+def _offload_train(optimizer: str, import_line: str) -> str:
+    return f"""
+        import lightning as L
+        import torch
+        {import_line}
+
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.layer = torch.nn.Linear(32, 2)
+
+            def configure_optimizers(self):
+                return {optimizer}(self.parameters(), lr=1e-4)
+
+
+        def main(data):
+            trainer = L.Trainer(accelerator="gpu", devices=4, strategy="deepspeed_stage_2_offload", precision="16-mixed")
+            trainer.fit(Model(), data)
+        """
+
+
+LIGHTNING_OFFLOAD_TORCH_OPTIMIZER = Rule(
+    "DS803", "lightning-offload-torch-optimizer", ERROR,
+    summary="A Lightning DeepSpeed offload strategy with a torch optimizer from configure_optimizers",
+    what="""Reports a Lightning `Trainer` whose strategy offloads the optimizer (`deepspeed_stage_2_offload`,
+    `deepspeed_stage_3_offload`, `deepspeed_stage_3_offload_nvme`, or `DeepSpeedStrategy(offload_optimizer=True)`
+    without a config of its own) in a script whose LightningModules (in the script or the files it imports) build
+    a `torch.optim` optimizer in `configure_optimizers`, and none of them mentions DeepSpeedCPUAdam or
+    DeepSpeedCPULion. The evidence line names the optimizer.""",
+    why="""Lightning hands the module's optimizer to `deepspeed.initialize`, and its offload strategies write no
+    `zero_force_ds_cpu_optimizer`, which DeepSpeed defaults to true: the engine raises `ZeRORuntimeException: You
+    are using ZeRO-Offload with a client provided optimizer (<class 'torch.optim.adamw.AdamW'>) which in most
+    cases will yield poor performance. Please either use deepspeed.ops.adam.DeepSpeedCPUAdam or set an optimizer
+    in your ds-config` before the first step.""",
+    fails_in=(INITIALIZE,),
+    failing=folder(("train.py", _offload_train("torch.optim.AdamW", "")), lint=("train.py",)),
+    passing=folder(("train.py", _offload_train("DeepSpeedCPUAdam", "from deepspeed.ops.adam import DeepSpeedCPUAdam")),
+                   lint=("train.py",)),
+    fix="""Build `deepspeed.ops.adam.DeepSpeedCPUAdam` in `configure_optimizers`, or use a strategy without
+    optimizer offload, or give DeepSpeedStrategy a config with `"zero_force_ds_cpu_optimizer": false` (the torch
+    optimizer then steps on the CPU, slowly).""",
+)
+
+RULES = (LIGHTNING_SHARDED_TWICE, FLOAT_BATCH_SIZE, BATCH_INDIVISIBLE_DEVICES, LIGHTNING_OFFLOAD_TORCH_OPTIMIZER)

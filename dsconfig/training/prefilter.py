@@ -74,7 +74,7 @@ _MAX_SITES = 1000
 _MAX_NAMES = 64
 
 
-ALL = frozenset({"DS800", "DS801", "DS802"})
+ALL = frozenset({"DS800", "DS801", "DS802", "DS803"})
 
 
 def starts(text: str, sharded_project: bool, loaders: frozenset = frozenset(), steps: bool = True,
@@ -86,6 +86,8 @@ def starts(text: str, sharded_project: bool, loaders: frozenset = frozenset(), s
     found = set()
     if "Trainer" in text and "lightning" in text and _lightning_trainer(text):
         found.add("DS800")
+        if "offload" in text:
+            found.add("DS803")
     if ("Loader" in text or "Sampler" in text) and steps and any(call.search(text) for call in _SINK_CALLS):
         return ALL
     if ("Loader" in text or "Sampler" in text) and _float_sink_call(text, local):

@@ -4,6 +4,7 @@
          a file it imports) gets a sampler that already shards by rank
   DS801  a batch size computed with true division reaching a DataLoader or a config's batch key
   DS802  a literal batch size a sharding JAX loader cannot split over --world-size devices
+  DS803  a Lightning offload strategy while configure_optimizers builds a torch optimizer
 
 Each finding carries evidence lines (Finding.related). The result also says whether a script builds
 BatchNorm layers and which engine options each script's checks used.
@@ -22,6 +23,7 @@ from ..phases import INITIALIZE, STEP
 from ..rules.scripts import (
     BATCH_INDIVISIBLE_DEVICES,
     FLOAT_BATCH_SIZE,
+    LIGHTNING_OFFLOAD_TORCH_OPTIMIZER,
     LIGHTNING_SHARDED_TWICE,
 )
 from .epochs import epoch, sharded_twice
@@ -100,6 +102,8 @@ def check(project: Project, entries: Iterable[Source], mentions_batchnorm: Itera
                 found += _float_batch_sizes(project, source)
             # a test's batch runs on the test machine's devices, not the launch's; a BatchNorm some script builds
             # may not be the trained model's (--batchnorm says it is)
+            if "DS803" in runs:
+                found += _offload_torch_optimizer(project, source, memo)
             if "DS802" in runs and sharded and not _a_test(source.path):
                 found += _indivisible(project, source, world_sizes, batchnorm, norm if batchnorm else None, used,
                                       memo)
@@ -200,6 +204,76 @@ def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, 
         finding.related = tuple(dict.fromkeys(related))
         findings.append(finding)
     return findings
+
+
+# Lightning's registered strategies that offload the optimizer (DeepSpeedStrategy.register_strategies, 2.6.6)
+_OFFLOAD_STRATEGIES = frozenset({"deepspeed_stage_2_offload", "deepspeed_stage_3_offload",
+                                 "deepspeed_stage_3_offload_nvme"})
+_CPU_OPTIMIZERS = ("DeepSpeedCPUAdam", "DeepSpeedCPULion")
+
+
+def _offload_torch_optimizer(project: Project, source: Source, memo: dict) -> list[Finding]:
+    """DS803: a Trainer whose strategy offloads the optimizer, and a configure_optimizers of the script or of the
+    files it imports (one level) building a torch.optim optimizer, none of them naming a DeepSpeed CPU optimizer."""
+    trainers = []
+    for trainer in source.calls:
+        if _last_name(trainer.func) != "Trainer":
+            continue
+        name = project.qualified(source, trainer.func)
+        if not name or name.split(".")[0] not in _LIGHTNING or not name.endswith(".Trainer"):
+            continue
+        why = _offloading(project, source, argument(trainer, "strategy"))
+        if why is not None:
+            trainers.append((trainer, why))
+    if not trainers:
+        return []
+    modules = [source, *_direct_imports(project, source, memo)]
+    if any(name in module.text for module in modules for name in _CPU_OPTIMIZERS):
+        return []  # a DeepSpeed CPU optimizer somewhere: which one the module builds is the run's
+    optimizers = [(module, call, qualified) for module in modules if "configure_optimizers" in module.text
+                  for call, qualified in _torch_optimizers(project, module)]
+    if not optimizers:
+        return []
+    module, call, qualified = optimizers[0]
+    findings = []
+    for trainer, why in trainers:
+        message = (f"Trainer(strategy={why}) offloads the optimizer to the CPU, and configure_optimizers at "
+                   f"{_where(module, call)} builds {qualified}: deepspeed.initialize raises \"ZeRORuntimeException: You "
+                   "are using ZeRO-Offload with a client provided optimizer\" before the first step (Lightning writes no "
+                   "zero_force_ds_cpu_optimizer, which DeepSpeed defaults to true); build "
+                   "deepspeed.ops.adam.DeepSpeedCPUAdam there, or use a strategy without offload")
+        finding = _at(Finding(LIGHTNING_OFFLOAD_TORCH_OPTIMIZER, message, fails_in=INITIALIZE), source, trainer)
+        finding.related = (_evidence(source, trainer, "the offloading strategy"),
+                           _evidence(module, call, f"{qualified}(...) built here"))
+        findings.append(finding)
+    return findings
+
+
+def _offloading(project: Project, source: Source, strategy) -> str | None:
+    """How the strategy argument offloads the optimizer (its text), or None."""
+    if isinstance(strategy, ast.Constant) and strategy.value in _OFFLOAD_STRATEGIES:
+        return repr(strategy.value)
+    if isinstance(strategy, ast.Call) and _last_name(strategy.func) == "DeepSpeedStrategy":
+        name = project.qualified(source, strategy.func) or ""
+        if name.split(".")[0] not in _LIGHTNING or has_kwargs(strategy) or strategy.args:
+            return None
+        if argument(strategy, "config") is not None:
+            return None  # its own config may set zero_force_ds_cpu_optimizer or an optimizer block
+        offload = argument(strategy, "offload_optimizer")
+        if isinstance(offload, ast.Constant) and offload.value is True:
+            return "DeepSpeedStrategy(offload_optimizer=True)"
+    return None
+
+
+def _torch_optimizers(project: Project, module: Source):
+    """(call, qualified name) of the torch.optim optimizers built inside a configure_optimizers of the module."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "configure_optimizers":
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call):
+                    name = project.qualified(module, call.func) or ""
+                    if name.startswith("torch.optim.") and name.count(".") == 2 and name[12:13].isupper():
+                        yield call, name
 
 
 def _loaders_reached(project: Project, source: Source, memo: dict) -> list:
