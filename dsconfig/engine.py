@@ -21,7 +21,7 @@ from .document import DictDocument, Document, JsonDocument
 from .files import os_reason
 from .findings import Finding
 from .launch import LAUNCH_SUFFIXES
-from .phases import LOAD, SILENT
+from .phases import LOAD, PARSE, SILENT
 from .rules.files import (
     FILE_TOO_LARGE,
     NOT_A_CONFIG,
@@ -513,7 +513,7 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
     launching = {os.path.realpath(side.doc.path) for users in paired.values() for side in users}
     launches = () if options.world_sizes else pairs.launches(docs.values())
     linked = _launch_links(launch_scripts, options, boundary or Boundary.of(spelled), crashed,
-                           shell_launched) if launch_scripts else {}
+                           shell_launched, findings) if launch_scripts else {}
     for link in options.launch_links:
         linked.setdefault(link.config, []).append(link)
     for real, links in linked.items():  # a config a named launch script hands over, beside it: read it too
@@ -698,10 +698,10 @@ def _lightning_launches(trainers: list, roots: Boundary, named: dict, crashed: l
 
 
 def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: list,
-                  named: dict | None = None) -> dict[str, list]:
+                  named: dict | None = None, findings: list | None = None) -> dict[str, list]:
     """Config real path -> the launches (dsconfig.launch.project.Link) that hand it to training. `named`
     receives, for each other file a launch of known world size names in its arguments (a training config),
-    those launches."""
+    those launches; `findings` what the launches themselves break (a GRPO launch's generation batch)."""
     from .files import FileError, TooLarge
     from .launch import project
     texts: dict[tuple, str | None] = {}
@@ -734,11 +734,32 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
                     if named is not None and launch.world_size is not None:
                         for real in project.named_files(launch, admitted):
                             named.setdefault(real, []).append(launch)
+                    if findings is not None and launch.world_size is not None:
+                        findings.extend(_launch_findings(launch, admitted, read_text, entries))
         except (FileError, TooLarge, UsageError, UnicodeDecodeError):
             continue  # a launch script that cannot be read links nothing; it is no config to report on
         except (Exception, budget.Overrun) as error:  # reading this script crashed: dsconfig's bug, reported
             crashed.append(InternalError(path, error))
     return linked
+
+
+def _launch_findings(launch, roots: Boundary, read_text, entries: dict) -> list[Finding]:
+    """What a launch of known world size breaks by itself: TRL's GRPOConfig refusing its generation batch."""
+    from .launch import grpo, project
+    from .rules.integration import GRPO_GENERATION_BATCH
+    values = project.grpo_values(launch, roots, read_text, entries)
+    if values is None:
+        return []
+    found = []
+    for problem in grpo.problems(values, launch.world_size):
+        how = f" ({problem.how})" if problem.how else ""
+        finding = Finding(GRPO_GENERATION_BATCH, f"on {launch.size_words()}, GRPOConfig raises \"ValueError: "
+                                                 f"{problem.message}\"{how} as the script parses its arguments; "
+                                                 f"choose {problem.fix}", fails_in=PARSE,
+                          world_size=launch.world_size)
+        finding.file, finding.line, finding.column = launch.file, launch.line, launch.column
+        found.append(finding)
+    return found
 
 
 def _lint_launched(doc: Document, links: list, options: Options, standalone) -> list[Finding] | InternalError:

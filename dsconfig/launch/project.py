@@ -29,6 +29,10 @@ _ARGUMENT_MARKS = re.compile(r"\b(\w*TrainingArguments|TrlParser|SFTConfig|DPOCo
                              r"ORPOConfig|RewardConfig|PPOConfig|CPOConfig)\b")
 _TRAINER_CALL = re.compile(r"\b\w*Trainer\s*\(")
 _PARSER = re.compile(r"\b(HfArgumentParser|TrlParser)\b")
+_GRPO = re.compile(r"\bGRPO(Config|Trainer)\b")
+# GRPOConfig's fields the GRPO replay reads besides the Trainer's (dsconfig.launch.grpo)
+GRPO_FIELDS = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations", "num_generations_eval",
+               "generation_batch_size", "steps_per_generation", "per_device_eval_batch_size", "eval_strategy", "do_eval")
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,7 +41,7 @@ def _setting() -> re.Pattern:
     ...`, setattr) or given another default by a subclass (`per_device_train_batch_size: int = 4`): its flag
     alone does not decide it."""
     from ..deepspeed.trainer import REPLAYED_FIELDS
-    names = "|".join(sorted(REPLAYED_FIELDS))
+    names = "|".join(sorted(REPLAYED_FIELDS | set(GRPO_FIELDS)))
     return re.compile(rf"\.({names})\s*=(?!=)|setattr\(\s*\w+\s*,\s*[\"']({names})[\"']|^[ \t]+({names})\s*:[^=\n]*=",
                       re.M)
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
@@ -58,6 +62,7 @@ class _Entry(NamedTuple):
     trainer: bool
     parsed: bool  # HfArgumentParser (or TRL's parser) reads TrainingArguments from the command line
     changed: frozenset
+    grpo: bool = False  # a TRL GRPO script whose GRPOConfig a parser reads from the command line
 
 
 def worth_reading(data: bytes) -> bool:
@@ -122,6 +127,33 @@ def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]
         out.append(Link(launch, config, written, trainer, flags if trainer and entry.parsed else None,
                         entry.changed if trainer else frozenset()))
     return out
+
+
+def grpo_values(launch: Launch, roots: Boundary, read_text, entries: dict) -> dict | None:
+    """The GRPOConfig values a launch of a TRL GRPO script gives (its flags over its `--config` file, TrlParser's
+    order), or None: no GRPO script, a value the script does not determine, or a field its code sets."""
+    if launch.launcher == "llamafactory-cli":
+        return None
+    key = (launch.script, launch.module, os.path.dirname(launch.file))
+    if key not in entries:
+        entries[key] = _entry(launch, roots, read_text, entries.setdefault("files", {}))
+    entry = entries[key]
+    if not entry.grpo or entry.changed & set(GRPO_FIELDS):
+        return None
+    flags = trainer_flags.read(launch.args, "grpo_args")
+    if flags.uncertain or flags.errors or flags.unknown & set(GRPO_FIELDS):
+        return None
+    values: dict = {}
+    written = _flag_value(launch.args, "config")
+    if written is not None:
+        config = resolve(written, launch.file, roots)
+        text = read_text(config) if config is not None else None
+        loaded = _argument_file_values(text) if text is not None else None
+        if loaded is None:
+            return None  # a --config file that cannot be read: its values are unknown
+        values.update({key: value for key, value in loaded.items() if key in GRPO_FIELDS})
+    values.update({key: value for key, value in flags.values.items() if key in GRPO_FIELDS})
+    return values
 
 
 def _llamafactory_links(launch: Launch, roots: Boundary, read_text) -> list[Link]:
@@ -232,18 +264,19 @@ def _entry(launch: Launch, roots: Boundary, read_text, facts: dict) -> _Entry:
         if imported is not None and imported not in paths:
             paths.append(imported)
     found = [_facts(candidate, read_text, facts) for candidate in paths]
-    trainer = any(arguments for arguments, _, _, _ in found) and any(call for _, call, _, _ in found)
-    changed = frozenset().union(*(fields for _, _, _, fields in found))
-    return _Entry(trainer, trainer and any(parsed for _, _, parsed, _ in found), changed)
+    trainer = any(arguments for arguments, _, _, _, _ in found) and any(call for _, call, _, _, _ in found)
+    changed = frozenset().union(*(fields for _, _, _, fields, _ in found))
+    parsed = any(parsed for _, _, parsed, _, _ in found)
+    return _Entry(trainer, trainer and parsed, changed, parsed and any(grpo for *_, grpo in found))
 
 
 def _facts(path: str, read_text, facts: dict) -> tuple:
-    """(TrainingArguments mark, Trainer call, HfArgumentParser, TrainingArguments fields set) of one file."""
+    """(TrainingArguments mark, Trainer call, HfArgumentParser, TrainingArguments fields set, GRPO) of one file."""
     if path not in facts:
         text = read_text(path) or ""
         changed = frozenset(name for match in _setting().finditer(text) for name in match.groups() if name)
         facts[path] = (bool(_ARGUMENT_MARKS.search(text)), bool(_TRAINER_CALL.search(text)),
-                       bool(_PARSER.search(text)), changed)
+                       bool(_PARSER.search(text)), changed, bool(_GRPO.search(text)))
     return facts[path]
 
 

@@ -56,8 +56,10 @@ def _convert(spec, spelling: str, text):
     return value, None
 
 
-def read(words) -> TrainerFlags:
-    table, _ = argv.options("training_args")
+def read(words, parser: str = "training_args") -> TrainerFlags:
+    """The fields of `parser`'s dataclass (schemas/launchers.json: TrainingArguments, or TRL's GRPOConfig) the
+    words give."""
+    table, _ = argv.options(parser)
     values: dict = {}
     unknown: set[str] = set()
     errors: list = []

@@ -7,7 +7,7 @@ dsconfig.deepspeed.trainer.
 from __future__ import annotations
 
 from ..phases import INITIALIZE, PARSE, SILENT, STEP
-from .rule import ERROR, INFO, UNSAFE, Autofix, Rule, ds
+from .rule import ERROR, INFO, UNSAFE, Autofix, Rule, ds, folder
 
 AUTO_UNRESOLVED = Rule(
     "DS700", "auto-unresolved", ERROR,
@@ -186,7 +186,52 @@ STEPS_PER_EPOCH = Rule(
     fix="Nothing to fix; it is information. Check that step-based schedules fit the step counts shown.",
 )
 
+_GRPO_SCRIPT = ("grpo.py", """
+    from datasets import load_dataset
+    from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
+
+
+    def main(script_args, training_args, model_args):
+        trainer = GRPOTrainer(model=model_args.model_name_or_path, args=training_args,
+                              train_dataset=load_dataset(script_args.dataset_name)["train"])
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        parser = TrlParser((GRPOConfig, ModelConfig))
+        training_args, model_args = parser.parse_args_and_config()
+        main(None, training_args, model_args)
+    """)
+
+
+def _grpo_launch(processes: int) -> tuple[str, str]:
+    return ("train.sh", f"""
+        accelerate launch --num_processes {processes} grpo.py \\
+            --per_device_train_batch_size 4 \\
+            --gradient_accumulation_steps 2 \\
+            --num_generations 16
+        """)
+
+
+GRPO_GENERATION_BATCH = Rule(
+    "DS706", "grpo-generation-batch", ERROR,
+    summary="A GRPO launch whose generation batch does not hold whole groups of num_generations completions",
+    what="""Reports a launch (a shell script, `lint -- COMMAND`) of a TRL GRPO script (GRPOConfig read by TrlParser
+    or HfArgumentParser) whose world size and arguments (its flags over its `--config` file, over GRPOConfig's
+    defaults) make GRPOConfig refuse them: a generation batch (per device × processes × steps per generation, or
+    generation_batch_size) that is no multiple of num_generations, a generation_batch_size that is no multiple of
+    the global batch, both given, fewer than 2 generations, or with evaluation on a global eval batch that is no
+    multiple of the eval generations.""",
+    why="""GRPOConfig's __post_init__ raises a ValueError ("generation_batch_size (96) must be divisible by
+    num_generations (16).") as the script parses its arguments, on every process, before the model loads.""",
+    fails_in=(PARSE,),
+    failing=folder(_grpo_launch(3), _GRPO_SCRIPT, lint=("train.sh",)),
+    passing=folder(_grpo_launch(4), _GRPO_SCRIPT, lint=("train.sh",)),
+    fix="""Choose num_generations that divides the generation batch, or the processes, per-device batch and
+    accumulation (or steps_per_generation) whose product it divides.""",
+)
+
 RULES = (
     AUTO_UNRESOLVED, LIGHTNING_GRADIENT_ACCUMULATION, ZERO_SECTION_REQUIRED, TRAINER_MISMATCH, AUTO_FILLED,
-    STEPS_PER_EPOCH,
+    STEPS_PER_EPOCH, GRPO_GENERATION_BATCH,
 )

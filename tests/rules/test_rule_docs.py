@@ -18,6 +18,7 @@ from dsconfig import engine, settings, suppress
 from dsconfig.commands.rules import example_output, lint_arguments
 from dsconfig.commands.rules import rule as rule_command
 from dsconfig.commands.rules import rules as rules_command
+from dsconfig.launch import LAUNCH_SUFFIXES
 from dsconfig.phases import PHASES
 from dsconfig.report.rule_docs import markdown
 from dsconfig.rules import AREAS, DOCS_URL, MODULES, RULES
@@ -84,6 +85,8 @@ def test_docs_are_complete(code):
             assert linted.endswith(".yaml"), f"{code}: Accelerate rules are shown on a YAML file"
         elif code.startswith("DS8"):
             assert linted.endswith(".py"), f"{code}: training-script rules are shown on a script"
+        elif code in LAUNCH_RULES:
+            assert linted.endswith(LAUNCH_SUFFIXES), f"{code}: launch rules are shown on a launch script"
         elif code in TRAINING_PROJECT_RULES:
             # about a project's own training configs, which may be any of these
             assert linted.endswith((".json", ".yaml", ".yml", ".toml")), code
@@ -94,6 +97,7 @@ def test_docs_are_complete(code):
 
 
 # rules shown on a project's training config (YAML, TOML) or script rather than on a ds_config.json
+LAUNCH_RULES = {"DS706"}  # about a launch itself (a shell script, `lint -- COMMAND`)
 TRAINING_PROJECT_RULES = {"DS006", "DS010", "DS208", "DS209"}
 
 
