@@ -729,6 +729,7 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
                 if not project.worth_reading(data):
                     continue
                 for launch in project.launches(path, decode(data)):
+                    launch = project.with_config_world(launch, admitted, read_text)
                     for link in project.link(launch, admitted, read_text, entries):
                         linked.setdefault(link.config, []).append(link)
                     if named is not None and launch.world_size is not None:

@@ -129,6 +129,39 @@ def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]
     return out
 
 
+# accelerate launch options that change how many processes start: with one of them on the command line, the
+# config file's count is not the whole story
+_TOPOLOGY = frozenset({"num_processes", "num_machines", "multi_gpu", "cpu", "tpu", "use_deepspeed", "use_fsdp",
+                       "use_megatron_lm"})
+
+
+def with_config_world(launch: Launch, roots: Boundary, read_text) -> Launch:
+    """`accelerate launch --config_file X.yaml` with no topology option of its own starts what X.yaml says
+    (dsconfig.accelerate's replay of the launcher: num_processes over num_machines, one process for the simple
+    launcher)."""
+    written = launch.options.get("config_file")
+    if launch.launcher != "accelerate launch" or launch.world_size is not None or not isinstance(written, str) \
+            or _TOPOLOGY & set(launch.options) or not written.endswith((".yaml", ".yml")):
+        return launch
+    path = resolve(written, launch.file, roots)
+    text = read_text(path) if path is not None else None
+    if text is None:
+        return launch
+    from ..accelerate.check import launched_world_size
+    from ..accelerate.launch import Replay
+    from ..yamldoc import YamlDocument
+    doc = YamlDocument(path, text)
+    if not doc.loaded or not isinstance(doc.value, dict):
+        return launch
+    replay = Replay(doc.value, doc.yaml11_booleans)
+    size = launched_world_size(replay)
+    if not size:
+        return launch
+    machines = replay.args.get("num_machines")
+    nodes = machines if isinstance(machines, int) and machines > 1 and size % machines == 0 else 1
+    return launch._replace(world_size=size, nodes=nodes, per_node=size // nodes, unknown_why=None)
+
+
 def grpo_values(launch: Launch, roots: Boundary, read_text, entries: dict) -> dict | None:
     """The GRPOConfig values a launch of a TRL GRPO script gives (its flags over its `--config` file, TrlParser's
     order), or None: no GRPO script, a value the script does not determine, or a field its code sets."""

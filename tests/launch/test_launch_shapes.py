@@ -109,3 +109,21 @@ def test_makefile_recipes_with_make_variables():
     assert (first.line, first.world_size, first.args[:3]) == (7, 4, ("--deepspeed", "configs/ds.json", "--bf16"))
     assert first.args[4] is not None and not isinstance(first.args[4], str)  # the shell's $PER_DEVICE: unknown
     assert (second.line, second.world_size) == (11, None)
+
+
+def test_accelerate_launch_takes_the_processes_of_its_config_file(tmp_path):
+    from dsconfig.boundary import Boundary
+
+    (tmp_path / "zero3.yaml").write_text("distributed_type: DEEPSPEED\nnum_machines: 2\nnum_processes: 16\n")
+    (tmp_path / "single.yaml").write_text("distributed_type: 'NO'\nnum_processes: 4\n")  # the simple launcher: one
+
+    def world(command: str):
+        (launch,) = project.launches(str(tmp_path / "run.sh"), command)
+        launch = project.with_config_world(launch, Boundary.of([str(tmp_path)]), lambda path: open(path).read())
+        return launch.world_size, launch.nodes, launch.per_node
+
+    assert world("accelerate launch --config_file zero3.yaml train.py\n") == (16, 2, 8)
+    assert world("accelerate launch --config_file single.yaml train.py\n") == (1, 1, 1)
+    assert world("accelerate launch --config_file zero3.yaml --num_processes 4 train.py\n") == (4, 1, 4)
+    assert world("accelerate launch --config_file zero3.yaml --multi_gpu train.py\n") == (None, None, None)
+    assert world("accelerate launch --config_file missing.yaml train.py\n") == (None, None, None)
