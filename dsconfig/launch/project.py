@@ -44,6 +44,8 @@ def _setting() -> re.Pattern:
     names = "|".join(sorted(REPLAYED_FIELDS | set(GRPO_FIELDS)))
     return re.compile(rf"\.({names})\s*=(?!=)|setattr\(\s*\w+\s*,\s*[\"']({names})[\"']|^[ \t]+({names})\s*:[^=\n]*=",
                       re.M)
+
+
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
 MAX_SCRIPT = 2_000_000  # an entry script larger than this is not read for Trainer marks
 
@@ -118,11 +120,7 @@ def link(launch: Launch, roots: Boundary, read_text: Callable[[str], str | None]
         if config is None:
             continue
         if trainer_style and entry is None:
-            entries = {} if entries is None else entries
-            key = (launch.script, launch.module, os.path.dirname(launch.file))
-            if key not in entries:
-                entries[key] = _entry(launch, roots, read_text, entries.setdefault("files", {}))
-            entry = entries[key]
+            entry = _entry_of(launch, roots, read_text, {} if entries is None else entries)
         trainer = trainer_style and entry.trainer
         out.append(Link(launch, config, written, trainer, flags if trainer and entry.parsed else None,
                         entry.changed if trainer else frozenset()))
@@ -167,10 +165,7 @@ def grpo_values(launch: Launch, roots: Boundary, read_text, entries: dict) -> di
     order), or None: no GRPO script, a value the script does not determine, or a field its code sets."""
     if launch.launcher == "llamafactory-cli":
         return None
-    key = (launch.script, launch.module, os.path.dirname(launch.file))
-    if key not in entries:
-        entries[key] = _entry(launch, roots, read_text, entries.setdefault("files", {}))
-    entry = entries[key]
+    entry = _entry_of(launch, roots, read_text, entries)
     if not entry.grpo or entry.changed & set(GRPO_FIELDS):
         return None
     flags = trainer_flags.read(launch.args, "grpo_args")
@@ -270,6 +265,15 @@ def _flag_value(words, dest: str):
         elif word.startswith(f"--{dest}="):
             value = word.partition("=")[2]
     return value if value and value.endswith((".json", ".yaml", ".yml")) else None
+
+
+def _entry_of(launch: Launch, roots: Boundary, read_text, entries: dict) -> _Entry:
+    """The launch's entry script's _Entry, read once per run: `entries` holds them by script and launch folder,
+    and under "files" each file's facts (_facts)."""
+    key = (launch.script, launch.module, os.path.dirname(launch.file))
+    if key not in entries:
+        entries[key] = _entry(launch, roots, read_text, entries.setdefault("files", {}))
+    return entries[key]
 
 
 def _entry(launch: Launch, roots: Boundary, read_text, facts: dict) -> _Entry:
