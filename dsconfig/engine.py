@@ -52,6 +52,7 @@ class Options(NamedTuple):
     nodes: int | None = None
     training_args: dict | None = None  # --training-args: TrainingArguments values for the HF Trainer checks
     launch_links: tuple = ()  # `lint -- COMMAND`: the configs that command hands to training (launch.project.Link)
+    launch_commands: tuple = ()  # `lint -- COMMAND`: the command's launch, when it is checked itself (DS706)
     dataset_size: int | None = None  # --dataset-size: adds the steps-per-epoch table
     # Text to lint instead of a file's bytes on disk, by real path: stdin, and `--fix` between passes.
     sources: dict | None = None
@@ -516,6 +517,10 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
                            shell_launched, findings) if launch_scripts else {}
     for link in options.launch_links:
         linked.setdefault(link.config, []).append(link)
+    for launch in options.launch_commands:  # its findings are placed on the script it runs, a file named
+        for finding in _launch_findings(launch, Boundary.of([os.getcwd()]), _command_text, {}):
+            finding.file, finding.line, finding.column = launch.script, 1, 1
+            findings.append(finding)
     for real, links in linked.items():  # a config a named launch script hands over, beside it: read it too
         if real in docs or real in paired:
             continue
@@ -742,6 +747,17 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
         except (Exception, budget.Overrun) as error:  # reading this script crashed: dsconfig's bug, reported
             crashed.append(InternalError(path, error))
     return linked
+
+
+def _command_text(path: str) -> str | None:
+    """A file `lint -- COMMAND` reads for its launch (the script it runs, its --config file): the command names
+    them."""
+    from .files import FileError, TooLarge
+    from .launch.project import MAX_SCRIPT
+    try:
+        return decode(read_bytes(path, MAX_SCRIPT))
+    except (FileError, TooLarge, UsageError, UnicodeDecodeError):
+        return None
 
 
 def _launch_findings(launch, roots: Boundary, read_text, entries: dict) -> list[Finding]:

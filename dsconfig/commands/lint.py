@@ -162,10 +162,11 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
     cache.abandon()
     if not (no_cache or apply_fixes or diff or output_file is not None or "-" in paths or deepspeed_version == "all"):
         _replay_or_record(params)
-    links = ()
+    links, checked = (), ()
     if launch_command:  # read after the cache starts recording: a rerun sees a changed entry script
-        links = _command_links(launch_command)
+        links, checked = _command_links(launch_command)
         named = tuple(os.path.relpath(link.config) for link in links)  # linted besides any path given
+        named += tuple(launch.script for launch in checked)  # a GRPO script: the launch's findings go there
         boundary.admit(named)
         paths = tuple(dict.fromkeys((*paths, *named)))
     selection = _selection(config_path, no_config, select, ignore, fail_on)
@@ -177,7 +178,8 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
     inputs = _options(selection.settings, paths, target, world_size, gpus, nodes, training_args, dataset_size,
                       max_file_size, stdin_filename, allow_read)
     inputs = inputs._replace(options=_training_options(inputs.options, selection.settings, framework, batchnorm,
-                                                       batch_keys)._replace(launch_links=links))
+                                                       batch_keys)._replace(launch_links=links,
+                                                                            launch_commands=checked))
     if model is not None:
         inputs = inputs._replace(options=inputs.options._replace(model=_model_layers(model)))
     release = choose_release(deepspeed_version, selection.settings, inputs.paths)
@@ -213,8 +215,9 @@ def _lint(params, paths, target, world_size, gpus, nodes, training_args, dataset
     sys.exit(status)
 
 
-def _command_links(words: tuple[str, ...]) -> tuple:
-    """The configs the launch command after `--` hands to training, each with its launch (paths from here)."""
+def _command_links(words: tuple[str, ...]) -> tuple[tuple, tuple]:
+    """The configs the launch command after `--` hands to training, each with its launch (paths from here), and
+    the launch itself when it runs a GRPO script whose arguments it decides (checked on its own, DS706)."""
     from ..boundary import Boundary
     from ..launch import launchers, project, shell
     environment = {name: value for name, value in os.environ.items()
@@ -227,11 +230,18 @@ def _command_links(words: tuple[str, ...]) -> tuple:
                            "command")
     from .. import boundary
     boundary.admit([word for word in words if isinstance(word, str) and os.path.isfile(word)])
-    links = project.link(launch, Boundary.of([os.getcwd()]), _read_script)
-    if not links:
+    here = Boundary.of([os.getcwd()])
+    launch = project.with_config_world(launch, here, _read_script)
+    links = project.link(launch, here, _read_script)
+    checked = ()
+    if launch.world_size is not None and not launch.module and isinstance(launch.script, str) \
+            and os.path.isfile(launch.script) and project.grpo_values(launch, here, _read_script, {}) is not None:
+        checked = (launch,)
+    if not links and not checked:
         raise _usage_error("the launch after -- names no DeepSpeed config found here (--deepspeed FILE or "
-                           "--deepspeed_config FILE, relative to this folder)")
-    return tuple(links)
+                           "--deepspeed_config FILE, relative to this folder), nor a GRPO script at a world size it "
+                           "fixes")
+    return tuple(links), checked
 
 
 def _read_script(path: str) -> str | None:

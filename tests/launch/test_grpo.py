@@ -89,3 +89,20 @@ def test_a_launch_with_a_recipe_and_flags(tmp_path):
     assert lint(tmp_path, ".").returncode == 0
     (tmp_path / "train.sh").write_text("accelerate launch --num_processes=$N grpo.py --config recipe.yaml\n")
     assert lint(tmp_path, ".").returncode == 0  # the processes are the caller's: not guessed
+
+
+def test_lint_the_grpo_command_about_to_run(tmp_path):
+    """`dsconfig lint -- accelerate launch ...`: the finding is placed on the script the command runs."""
+    (tmp_path / "grpo.py").write_text(SCRIPT)
+    (tmp_path / "recipe.yaml").write_text("per_device_train_batch_size: 4\nnum_generations: 16\n"
+                                          "gradient_accumulation_steps: 2\n")
+    (tmp_path / "zero3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n"
+                                         "num_machines: 1\nnum_processes: 7\n")
+    command = ["--", "accelerate", "launch", "--config_file", "zero3.yaml", "grpo.py", "--config", "recipe.yaml"]
+    result = lint(tmp_path, *command)
+    assert result.returncode == 1
+    assert result.stdout.startswith("grpo.py:1:1: error DS706 on 7 GPUs, GRPOConfig raises")
+    result = lint(tmp_path, *command, "--num_generations", "14")
+    assert result.returncode == 0, result.stdout
+    result = lint(tmp_path, "--", "accelerate", "launch", "grpo.py", "--config", "recipe.yaml")
+    assert result.returncode == 2 and "nor a GRPO script at a world size it fixes" in result.stderr
