@@ -518,7 +518,7 @@ def _lint_files(files: list[str], options: Options, config_values: dict | None) 
     for link in options.launch_links:
         linked.setdefault(link.config, []).append(link)
     for launch in options.launch_commands:  # its findings are placed on the script it runs, a file named
-        for finding in _launch_findings(launch, Boundary.of([os.getcwd()]), _command_text, {}):
+        for finding in _launch_findings(launch, Boundary.of([os.getcwd()]), read_launch_text, {}):
             finding.file, finding.line, finding.column = launch.script, 1, 1
             findings.append(finding)
     for real, links in linked.items():  # a config a named launch script hands over, beside it: read it too
@@ -712,12 +712,9 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
     texts: dict[tuple, str | None] = {}
 
     def reader(beside: str | None):
-        def read_text(path: str) -> str | None:  # an entry script or a module it imports, for Trainer marks
+        def read_text(path: str) -> str | None:  # each file once per run
             if (path, beside) not in texts:
-                try:
-                    texts[path, beside] = decode(read_bytes(path, project.MAX_SCRIPT, beside=beside, real=path))
-                except (FileError, TooLarge, UsageError, UnicodeDecodeError):
-                    texts[path, beside] = None
+                texts[path, beside] = read_launch_text(path, beside)
             return texts[path, beside]
         return read_text
 
@@ -749,13 +746,13 @@ def _launch_links(paths: list[str], options: Options, roots: Boundary, crashed: 
     return linked
 
 
-def _command_text(path: str) -> str | None:
-    """A file `lint -- COMMAND` reads for its launch (the script it runs, its --config file): the command names
-    them."""
+def read_launch_text(path: str, beside: str | None = None) -> str | None:
+    """A file a launch leads to (the script it runs, a module that imports, its --config file), or None when it
+    cannot be read: a launch that cannot be followed checks less, it is no finding of its own."""
     from .files import FileError, TooLarge
     from .launch.project import MAX_SCRIPT
     try:
-        return decode(read_bytes(path, MAX_SCRIPT))
+        return decode(read_bytes(path, MAX_SCRIPT, beside=beside, real=os.path.realpath(path)))
     except (FileError, TooLarge, UsageError, UnicodeDecodeError):
         return None
 
@@ -807,6 +804,7 @@ def _lint_launched(doc: Document, links: list, options: Options, standalone) -> 
             return found
         results.append(([item for item, _ in group], found))
     every = set.intersection(*({_same(f) for f in found} for _, found in results))
+    standing = {_same(f) for f in base}
     out = [f for f in base if _same(f) in every]
     shown = {_same(f) for f in out}
     for group, found in results:
@@ -815,7 +813,7 @@ def _lint_launched(doc: Document, links: list, options: Options, standalone) -> 
             if key in shown:
                 continue
             shown.add(key)
-            if key not in every or key not in {_same(f) for f in base}:
+            if key not in every or key not in standing:
                 _cite_launch(finding, group)
             out.append(finding)
     return out

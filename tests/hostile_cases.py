@@ -560,16 +560,24 @@ _ALIAS_BOMB = (b"distributed_type: DEEPSPEED\nnum_processes: 2\nx0: &a0 [1,1,1,1
                + b"".join(b"x%d: &a%d [" % (i, i) + b",".join([b"*a%d" % (i - 1)] * 9) + b"]\n" for i in range(1, 9)))
 
 
+def _outside_and_fifo(folder: str, named: str, fifo: bool) -> bool:
+    """`../outside-secret.json` beside the case's folder, and `named` made a FIFO with `fifo`; False when this
+    machine cannot build the case (no mkfifo, no /proc)."""
+    if (fifo and not hasattr(os, "mkfifo")) or (named.startswith("/proc") and not os.path.exists(named)):
+        return False
+    _write(os.path.dirname(folder), "outside-secret.json",
+           b'{"train_batch_size": 8, "registry_token": "hostile-secret"}')
+    if fifo:
+        os.mkfifo(os.path.join(folder, named))
+    return True
+
+
 def _naming_outside(command: str, named: str, *, fifo: bool = False, link: bool = False):
     """`dsconfig explain|convert` on what a pull request could add: an Accelerate YAML naming `named` (or, with
     `link`, a ds_config.json that is a symbolic link to it); `../outside-secret.json` beside the case's folder."""
     def make(folder: str) -> Spec | None:
-        if (fifo and not hasattr(os, "mkfifo")) or (named.startswith("/proc") and not os.path.exists(named)):
+        if not _outside_and_fifo(folder, named, fifo):
             return None
-        _write(os.path.dirname(folder), "outside-secret.json",
-               b'{"train_batch_size": 8, "registry_token": "hostile-secret"}')
-        if fifo:
-            os.mkfifo(os.path.join(folder, named))
         if link:
             os.symlink(named, os.path.join(folder, "ds_config.json"))
             given = "ds_config.json"
@@ -585,12 +593,8 @@ def _launch_naming(named: str, *, fifo: bool = False):
     """A launch script a pull request could add, handing `named` to training as its DeepSpeed config (with an
     outside file holding a secret beside the case's folder): never opened, never quoted."""
     def make(folder: str) -> Spec | None:
-        if (fifo and not hasattr(os, "mkfifo")) or (named.startswith("/proc") and not os.path.exists(named)):
+        if not _outside_and_fifo(folder, named, fifo):
             return None
-        _write(os.path.dirname(folder), "outside-secret.json",
-               b'{"train_batch_size": 8, "registry_token": "hostile-secret"}')
-        if fifo:
-            os.mkfifo(os.path.join(folder, named))
         _write(folder, "train.py", b"from transformers import TrainingArguments, Trainer, HfArgumentParser\n")
         _write(folder, "run.sh", b"deepspeed --num_gpus 2 train.py --deepspeed " + named.encode() + b" --bf16\n")
         return Spec(_lint("run.sh"))

@@ -219,6 +219,7 @@ def _command_links(words: tuple[str, ...]) -> tuple[tuple, tuple]:
     """The configs the launch command after `--` hands to training, each with its launch (paths from here), and
     the launch itself when it runs a GRPO script whose arguments it decides (checked on its own, DS706)."""
     from ..boundary import Boundary
+    from ..engine import read_launch_text
     from ..launch import launchers, project, shell
     environment = {name: value for name, value in os.environ.items()
                    if name == "CUDA_VISIBLE_DEVICES" or name.startswith("PET_")}
@@ -231,28 +232,17 @@ def _command_links(words: tuple[str, ...]) -> tuple[tuple, tuple]:
     from .. import boundary
     boundary.admit([word for word in words if isinstance(word, str) and os.path.isfile(word)])
     here = Boundary.of([os.getcwd()])
-    launch = project.with_config_world(launch, here, _read_script)
-    links = project.link(launch, here, _read_script)
+    launch = project.with_config_world(launch, here, read_launch_text)
+    links = project.link(launch, here, read_launch_text)
     checked = ()
     if launch.world_size is not None and not launch.module and isinstance(launch.script, str) \
-            and os.path.isfile(launch.script) and project.grpo_values(launch, here, _read_script, {}) is not None:
+            and os.path.isfile(launch.script) and project.grpo_values(launch, here, read_launch_text, {}) is not None:
         checked = (launch,)
     if not links and not checked:
         raise _usage_error("the launch after -- names no DeepSpeed config found here (--deepspeed FILE or "
                            "--deepspeed_config FILE, relative to this folder), nor a GRPO script at a world size it "
                            "fixes")
     return tuple(links), checked
-
-
-def _read_script(path: str) -> str | None:
-    """An entry script (or a module it imports) the launch after `--` runs, for its Trainer marks."""
-    from .. import engine
-    from ..files import FileError, TooLarge
-    from ..launch.project import MAX_SCRIPT
-    try:
-        return engine.decode(engine.read_bytes(path, MAX_SCRIPT))
-    except (FileError, TooLarge, engine.UsageError, UnicodeDecodeError):
-        return None
 
 
 def _replay_or_record(params: dict) -> None:

@@ -187,16 +187,21 @@ def _read_word(text: str, i: int, line: int, column: int) -> tuple[_Word, int, i
             piece, i = _dollar(text, i, quoted=False)
             pieces.append(piece)
         elif c == "`":
-            end = text.find("`", i + 1)
-            end = n if end < 0 else end
-            lines += text.count("\n", i, end)
+            i, more = _backquoted(text, i)
+            lines += more
             pieces.append(("cmd", False))
-            i = end + 1
         else:
             j = _PLAIN_RUN.match(text, i).end()
             pieces.append(("lit", text[i:j]))
             i = j
     return _Word(tuple(pieces), line, column, start, i), i, lines
+
+
+def _backquoted(text: str, i: int) -> tuple[int, int]:
+    """(offset past the `...` command substitution starting at i, newlines inside it)."""
+    end = text.find("`", i + 1)
+    end = len(text) if end < 0 else end
+    return end + 1, text.count("\n", i, end)
 
 
 def _double_quoted(text: str, i: int) -> tuple[int, list, int]:
@@ -222,11 +227,9 @@ def _double_quoted(text: str, i: int) -> tuple[int, list, int]:
             if buffer:
                 pieces.append(("q", "".join(buffer)))
                 buffer = []
-            end = text.find("`", i + 1)
-            end = n if end < 0 else end
-            lines += text.count("\n", i, end)
+            i, more = _backquoted(text, i)
+            lines += more
             pieces.append(("cmd", True))
-            i = end + 1
         else:
             if c == "\n":
                 lines += 1

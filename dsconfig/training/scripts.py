@@ -166,6 +166,16 @@ def _last_name(func: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
+def _lightning_trainers(project: Project, source: Source):
+    """The script's calls of Lightning's Trainer (lightning.Trainer, pytorch_lightning.Trainer, ...)."""
+    for call in source.calls:
+        if _last_name(call.func) != "Trainer":
+            continue
+        name = project.qualified(source, call.func)
+        if name and name.split(".")[0] in _LIGHTNING and name.endswith(".Trainer"):
+            yield call
+
+
 def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, config_values, used,
                    memo: dict) -> list[Finding]:
     findings = []
@@ -173,12 +183,7 @@ def _sharded_twice(project: Project, source: Source, world_sizes, dataset_size, 
         return findings
     if not source.parsed and not _loaders_reached(project, source, memo):
         return findings  # no loader to shard twice among what it imports: the script is not parsed for this
-    for trainer in source.calls:
-        if _last_name(trainer.func) != "Trainer":
-            continue
-        name = project.qualified(source, trainer.func)
-        if not name or name.split(".")[0] not in _LIGHTNING or not name.endswith(".Trainer"):
-            continue
+    for trainer in _lightning_trainers(project, source):
         if not _shards_its_loaders(trainer):
             continue
         loaders = _loaders_reached(project, source, memo)
@@ -216,12 +221,7 @@ def _offload_torch_optimizer(project: Project, source: Source, memo: dict) -> li
     """DS803: a Trainer whose strategy offloads the optimizer, and a configure_optimizers of the script or of the
     files it imports (one level) building a torch.optim optimizer, none of them naming a DeepSpeed CPU optimizer."""
     trainers = []
-    for trainer in source.calls:
-        if _last_name(trainer.func) != "Trainer":
-            continue
-        name = project.qualified(source, trainer.func)
-        if not name or name.split(".")[0] not in _LIGHTNING or not name.endswith(".Trainer"):
-            continue
+    for trainer in _lightning_trainers(project, source):
         why = _offloading(project, source, argument(trainer, "strategy"))
         if why is not None:
             trainers.append((trainer, why))

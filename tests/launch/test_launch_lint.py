@@ -19,21 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-TRAINER_SCRIPT = """\
-import transformers
-from transformers import HfArgumentParser
-
-
-class TrainingArguments(transformers.TrainingArguments):
-    model_max_length: int = 2048
-
-
-def train():
-    parser = HfArgumentParser((TrainingArguments,))
-    (args,) = parser.parse_args_into_dataclasses()
-    trainer = transformers.Trainer(model=None, args=args)
-    trainer.train()
-"""
+# an HF Trainer script as LLaVA writes one (a TrainingArguments subclass, HfArgumentParser, a Trainer): the README
+# example's own fixture
+TRAINER_SCRIPT = (Path(__file__).resolve().parents[1] / "fixtures" / "scenarios" / "llava_launch" / "llava" / "train"
+                  / "train.py").read_text(encoding="utf-8")
 
 EXPLICIT = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 16, "gradient_accumulation_steps": 1,
             "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
